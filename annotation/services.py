@@ -1,0 +1,526 @@
+"""Writes for rating studies: set-up, membership, items, assignment and ratings.
+
+Every function takes keyword-only arguments, runs in one transaction and writes an audit row
+for each user-facing change.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotation import audit
+from annotation.design import balanced_design
+from annotation.models import (
+    Assignment,
+    Item,
+    Rating,
+    RatingStudy,
+    RubricCriterion,
+    RubricTemplate,
+    StudyMembership,
+)
+from delphi.models import TaxonomyNode, TaxonomyVersion
+
+MEDHELM_RUBRIC_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "medhelm_rubric.json"
+PSEUDONYM_PREFIX = {
+    StudyMembership.Role.CLINICIAN: "R",
+    StudyMembership.Role.COORDINATOR: "C",
+    StudyMembership.Role.RESEARCHER: "S",
+}
+CRITERION_FIELDS = (
+    "key",
+    "label",
+    "definition",
+    "scale_min",
+    "scale_max",
+    "anchors",
+    "allow_cannot_assess",
+)
+
+
+# --- rubric and study set-up -------------------------------------------------------------
+
+
+def ensure_medhelm_rubric_template() -> RubricTemplate:
+    """The MedHELM rubric (accuracy, completeness, clarity; 1-5), from the shipped fixture."""
+    data = json.loads(MEDHELM_RUBRIC_FIXTURE.read_text(encoding="utf-8"))
+    template, _ = RubricTemplate.objects.get_or_create(
+        name=data["name"],
+        defaults={"description": data["description"], "criteria": data["criteria"]},
+    )
+    return template
+
+
+def validate_criteria(criteria: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Check a list of criterion dicts; raise ValidationError naming the criterion and field."""
+    if not criteria:
+        raise ValidationError({"criteria": "a rubric needs at least one criterion"})
+    cleaned: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for pos, raw in enumerate(criteria):
+        where = f"criteria[{pos}]"
+        unknown = set(raw) - set(CRITERION_FIELDS)
+        if unknown:
+            raise ValidationError({where: f"unknown fields {sorted(unknown)}"})
+        key = str(raw.get("key", "")).strip()
+        if not key or not key.replace("_", "").replace("-", "").isalnum():
+            raise ValidationError({f"{where}.key": "needs letters, digits, - or _"})
+        if key in seen:
+            raise ValidationError({f"{where}.key": f"{key!r} appears twice"})
+        seen.add(key)
+        try:
+            lo, hi = int(raw.get("scale_min", 1)), int(raw.get("scale_max", 5))
+        except (TypeError, ValueError) as exc:
+            raise ValidationError({f"{where}.scale": "scale_min and scale_max must be integers"}) from exc
+        if not 0 <= lo < hi <= 100:
+            raise ValidationError({f"{where}.scale": f"needs 0 <= scale_min < scale_max <= 100, got {lo}..{hi}"})
+        anchors = raw.get("anchors") or {}
+        if not isinstance(anchors, Mapping):
+            raise ValidationError({f"{where}.anchors": "must map scale points to text"})
+        for point in anchors:
+            if not str(point).lstrip("-").isdigit() or not lo <= int(point) <= hi:
+                raise ValidationError({f"{where}.anchors": f"point {point!r} is outside {lo}..{hi}"})
+        cleaned.append(
+            {
+                "key": key,
+                "label": str(raw.get("label") or key).strip(),
+                "definition": str(raw.get("definition", "")),
+                "scale_min": lo,
+                "scale_max": hi,
+                "anchors": {str(int(p)): str(t) for p, t in anchors.items()},
+                "allow_cannot_assess": bool(raw.get("allow_cannot_assess", False)),
+            }
+        )
+    return cleaned
+
+
+@transaction.atomic
+def create_study(
+    *,
+    name: str,
+    created_by: AbstractBaseUser,
+    criteria: Sequence[Mapping[str, Any]],
+    taxonomy_version: TaxonomyVersion | None = None,
+    instructions: str = "",
+    ratings_per_item: int = 2,
+    show_reference: bool = True,
+    comment_required_at_or_below: int | None = None,
+    exclusion_metadata_key: str = "",
+) -> RatingStudy:
+    """Create a study with its rubric; its creator becomes its first coordinator."""
+    if not name.strip():
+        raise ValidationError({"name": "a study needs a name"})
+    if ratings_per_item < 1:
+        raise ValidationError({"ratings_per_item": "must be at least 1"})
+    cleaned = validate_criteria(criteria)
+    study = RatingStudy.objects.create(
+        name=name.strip(),
+        instructions=instructions,
+        taxonomy_version=taxonomy_version,
+        ratings_per_item=ratings_per_item,
+        show_reference=show_reference,
+        comment_required_at_or_below=comment_required_at_or_below,
+        exclusion_metadata_key=exclusion_metadata_key,
+        created_by=created_by,
+    )
+    RubricCriterion.objects.bulk_create(
+        RubricCriterion(study=study, position=pos, **c) for pos, c in enumerate(cleaned)
+    )
+    audit.record(
+        actor=created_by,
+        action="study.create",
+        target=study,
+        study=study,
+        after={"name": study.name, "ratings_per_item": ratings_per_item, "criteria": cleaned},
+    )
+    add_member(study=study, user=created_by, role=StudyMembership.Role.COORDINATOR, actor=created_by)
+    return study
+
+
+@transaction.atomic
+def add_member(
+    *, study: RatingStudy, user: AbstractBaseUser, role: str, actor: AbstractBaseUser | None
+) -> StudyMembership:
+    """Give a user a role in a study, with a pseudonym stable for the life of the study.
+
+    Adding an existing member again reactivates them and keeps their pseudonym.
+    """
+    if role not in StudyMembership.Role.values:
+        raise ValidationError({"role": f"unknown role {role!r}"})
+    existing = StudyMembership.objects.select_for_update().filter(study=study, user=user, role=role).first()
+    if existing is not None:
+        if not existing.is_active:
+            existing.is_active = True
+            existing.save(update_fields=["is_active"])
+            audit.record(actor=actor, action="membership.reactivate", target=existing, study=study)
+        return existing
+    prefix = PSEUDONYM_PREFIX[role]
+    taken = StudyMembership.objects.filter(study=study, role=role).count()
+    membership = StudyMembership.objects.create(
+        study=study, user=user, role=role, pseudonym=f"{prefix}{taken + 1:02d}"
+    )
+    audit.record(
+        actor=actor,
+        action="membership.add",
+        target=membership,
+        study=study,
+        after={"user_id": user.pk, "role": role, "pseudonym": membership.pseudonym},
+    )
+    return membership
+
+
+# --- items ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    """One item as read from an import, before it is saved."""
+
+    external_id: str
+    input_text: str
+    output_text: str
+    model_name: str
+    reference_text: str = ""
+    benchmark: str = ""
+    taxonomy_node_id: int | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ItemsCreated:
+    created: int
+    unchanged: int
+
+
+@transaction.atomic
+def create_items(
+    *, study: RatingStudy, rows: Iterable[ItemRow], actor: AbstractBaseUser | None, batch_size: int = 2000
+) -> ItemsCreated:
+    """Add items; an (external id, model) already in the study is left as it is.
+
+    Rows must be valid already (the importers check them); the database constraint is the
+    last guard against duplicates.
+    """
+    existing = set(Item.objects.filter(study=study).values_list("external_id", "model_name"))
+    fresh: list[Item] = []
+    unchanged = 0
+    for row in rows:
+        key = (row.external_id, row.model_name)
+        if key in existing:
+            unchanged += 1
+            continue
+        existing.add(key)
+        fresh.append(
+            Item(
+                study=study,
+                external_id=row.external_id,
+                input_text=row.input_text,
+                output_text=row.output_text,
+                model_name=row.model_name,
+                reference_text=row.reference_text,
+                benchmark=row.benchmark,
+                taxonomy_node_id=row.taxonomy_node_id,
+                metadata=dict(row.metadata or {}),
+            )
+        )
+    Item.objects.bulk_create(fresh, batch_size=batch_size)
+    if fresh:
+        audit.record(
+            actor=actor,
+            action="items.import",
+            target=study,
+            study=study,
+            after={"created": len(fresh), "unchanged": unchanged},
+        )
+    return ItemsCreated(created=len(fresh), unchanged=unchanged)
+
+
+def taxonomy_node_for(*, study: RatingStudy, name: str) -> TaxonomyNode | None:
+    """A node of the study's taxonomy version by exact name (tasks first, then subcategories)."""
+    if study.taxonomy_version_id is None or not name:
+        return None
+    nodes = TaxonomyNode.objects.filter(version_id=study.taxonomy_version_id, name=name)
+    order = {TaxonomyNode.Kind.TASK: 0, TaxonomyNode.Kind.SUBCATEGORY: 1, TaxonomyNode.Kind.CATEGORY: 2}
+    return min(nodes, key=lambda n: order[n.kind], default=None)
+
+
+# --- assignment ----------------------------------------------------------------------------
+
+
+def _excluded_users(study: RatingStudy, items: Sequence[Item], clinicians: Mapping[str, int]) -> dict[int, set[int]]:
+    """Items whose metadata names clinicians (by username or e-mail) who must not rate them."""
+    key = study.exclusion_metadata_key
+    if not key:
+        return {}
+    excluded: dict[int, set[int]] = {}
+    for item in items:
+        named = item.metadata.get(key)
+        if not named:
+            continue
+        names = [named] if isinstance(named, str) else list(named)
+        ids = {clinicians[n] for n in names if n in clinicians}
+        if ids:
+            excluded[item.pk] = ids
+    return excluded
+
+
+@transaction.atomic
+def assign_items(*, study: RatingStudy, actor: AbstractBaseUser | None, seed: int | None = None) -> int:
+    """(Re)balance the study's assignments over its active clinicians.
+
+    Started or submitted work never moves. Unstarted assignments are withdrawn and dealt again,
+    together with the slots still missing, so adding or removing a clinician mid-study only
+    reshuffles unstarted work. Returns the number of assignments created.
+    """
+    study = RatingStudy.objects.select_for_update().get(pk=study.pk)
+    if study.is_locked:
+        raise ValidationError({"study": "the study is locked"})
+    if seed is None:
+        seed = study.assignment_seed if study.assignment_seed is not None else secrets.randbits(32)
+    memberships = list(
+        StudyMembership.objects.filter(
+            study=study, role=StudyMembership.Role.CLINICIAN, is_active=True
+        ).select_related("user")
+    )
+    clinician_ids = [m.user_id for m in memberships]
+    lookup = {}
+    for m in memberships:
+        lookup[m.user.get_username()] = m.user_id
+        if m.user.email:
+            lookup[m.user.email] = m.user_id
+    items = list(Item.objects.filter(study=study).order_by("pk"))
+    kept = Assignment.objects.filter(study=study).exclude(
+        status__in=[Assignment.Status.PENDING, Assignment.Status.WITHDRAWN]
+    )
+    fixed: dict[int, set[int]] = {}
+    for item_id, user_id in kept.values_list("item_id", "clinician_id"):
+        fixed.setdefault(item_id, set()).add(user_id)
+    # Unstarted work is dealt again; withdrawn rows are history we no longer need.
+    Assignment.objects.filter(
+        study=study, status__in=[Assignment.Status.PENDING, Assignment.Status.WITHDRAWN]
+    ).delete()
+    design = balanced_design(
+        items=[i.pk for i in items],
+        raters=clinician_ids,
+        k=study.ratings_per_item,
+        seed=seed,
+        excluded=_excluded_users(study, items, lookup),
+        fixed={i: {u for u in us if u in set(clinician_ids)} for i, us in fixed.items()},
+    )
+    fixed_positions = dict(
+        kept.values("clinician_id").annotate(top=Max("position")).values_list("clinician_id", "top")
+    )
+    new_rows: list[Assignment] = []
+    for item_id, user_ids in design.new_raters.items():
+        for user_id in user_ids:
+            new_rows.append(Assignment(study=study, item_id=item_id, clinician_id=user_id, position=0))
+    # New work goes after a clinician's kept work, in the clinician's own random order.
+    rank = {
+        (user_id, item_id): pos for user_id, order in design.orders.items() for pos, item_id in enumerate(order)
+    }
+    new_rows.sort(key=lambda a: (a.clinician_id, rank[(a.clinician_id, a.item_id)]))
+    next_position: dict[int, int] = {}
+    for row in new_rows:
+        pos = next_position.get(row.clinician_id, (fixed_positions.get(row.clinician_id) or 0) + 1)
+        row.position = pos
+        next_position[row.clinician_id] = pos + 1
+    Assignment.objects.bulk_create(new_rows, batch_size=2000)
+    study.assignment_seed = seed
+    study.save(update_fields=["assignment_seed"])
+    audit.record(
+        actor=actor,
+        action="assignments.balance",
+        target=study,
+        study=study,
+        after={
+            "seed": seed,
+            "created": len(new_rows),
+            "kept": sum(len(v) for v in fixed.values()),
+            "clinicians": len(clinician_ids),
+        },
+    )
+    return len(new_rows)
+
+
+# --- ratings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CriterionAnswer:
+    value: int | None = None
+    cannot_assess: bool = False
+    comment: str = ""
+
+
+def _check_answers(
+    *, study: RatingStudy, answers: Mapping[str, CriterionAnswer], complete: bool
+) -> dict[str, RubricCriterion]:
+    criteria = {c.key: c for c in study.criteria.all()}
+    errors: dict[str, str] = {}
+    for key, answer in answers.items():
+        criterion = criteria.get(key)
+        if criterion is None:
+            errors[key] = f"unknown criterion {key!r}; this study has {sorted(criteria)}"
+            continue
+        if answer.cannot_assess:
+            if not criterion.allow_cannot_assess:
+                errors[key] = "this criterion does not allow 'cannot assess'"
+            elif answer.value is not None:
+                errors[key] = "give either a value or 'cannot assess', not both"
+            continue
+        if answer.value is None:
+            if complete:
+                errors[key] = "a value is required to submit"
+            continue
+        if isinstance(answer.value, bool) or not isinstance(answer.value, int):
+            errors[key] = f"value must be a whole number, got {answer.value!r}"
+        elif not criterion.scale_min <= answer.value <= criterion.scale_max:
+            errors[key] = f"value {answer.value} is outside the scale {criterion.scale_min}..{criterion.scale_max}"
+        elif (
+            complete
+            and study.comment_required_at_or_below is not None
+            and answer.value <= study.comment_required_at_or_below
+            and not answer.comment.strip()
+        ):
+            errors[key] = f"a comment is required for a score of {study.comment_required_at_or_below} or lower"
+    if complete:
+        for key in criteria:
+            if key not in answers:
+                errors.setdefault(key, "missing: every criterion needs a value to submit")
+    if errors:
+        raise ValidationError(errors)
+    return criteria
+
+
+def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignment:
+    assignment = (
+        Assignment.objects.select_for_update()
+        .select_related("study")
+        .filter(pk=assignment_id)
+        .first()
+    )
+    if assignment is None or assignment.clinician_id != clinician.pk:
+        raise ValidationError({"assignment": "this item is not assigned to you"})
+    if assignment.status == Assignment.Status.WITHDRAWN:
+        raise ValidationError({"assignment": "this assignment was withdrawn"})
+    if assignment.study.is_locked:
+        raise ValidationError({"study": "the study is locked; ratings can no longer change"})
+    return assignment
+
+
+def _rating_state(rating: Rating | None) -> dict[str, Any] | None:
+    if rating is None:
+        return None
+    return {"value": rating.value, "cannot_assess": rating.cannot_assess, "comment": rating.comment}
+
+
+def _upsert_rating(assignment: Assignment, criterion: RubricCriterion, answer: CriterionAnswer) -> tuple[Rating, dict | None]:
+    """Create or update one rating row; the unique constraint makes a concurrent twin fail
+    loudly instead of doubling, and the caller's retry then finds the row."""
+    rating = Rating.objects.filter(assignment=assignment, criterion=criterion).first()
+    before = _rating_state(rating)
+    if rating is None:
+        try:
+            with transaction.atomic():
+                rating = Rating.objects.create(
+                    assignment=assignment,
+                    criterion=criterion,
+                    value=answer.value,
+                    cannot_assess=answer.cannot_assess,
+                    comment=answer.comment,
+                )
+        except IntegrityError:
+            rating = Rating.objects.get(assignment=assignment, criterion=criterion)
+            before = _rating_state(rating)
+        else:
+            return rating, None
+    rating.value = answer.value
+    rating.cannot_assess = answer.cannot_assess
+    rating.comment = answer.comment
+    rating.save(update_fields=["value", "cannot_assess", "comment", "updated_at"])
+    return rating, before
+
+
+@transaction.atomic
+def save_draft(
+    *,
+    assignment_id: int,
+    clinician: AbstractBaseUser,
+    answers: Mapping[str, CriterionAnswer],
+    time_spent_seconds: float = 0.0,
+) -> Assignment:
+    """Autosave: keep what the clinician has entered so far. A submitted assignment keeps its
+    submitted values until the clinician submits again (drafts never overwrite them)."""
+    assignment = _lock_assignment(assignment_id, clinician)
+    criteria = _check_answers(study=assignment.study, answers=answers, complete=False)
+    now = timezone.now()
+    if assignment.status == Assignment.Status.SUBMITTED:
+        _add_time(assignment, time_spent_seconds)
+        assignment.save(update_fields=["time_spent_seconds", "updated_at"])
+        return assignment
+    for key, answer in answers.items():
+        _upsert_rating(assignment, criteria[key], answer)
+    assignment.status = Assignment.Status.IN_PROGRESS
+    assignment.started_at = assignment.started_at or now
+    _add_time(assignment, time_spent_seconds)
+    assignment.save(update_fields=["status", "started_at", "time_spent_seconds", "updated_at"])
+    return assignment
+
+
+def _add_time(assignment: Assignment, seconds: float) -> None:
+    if seconds < 0:
+        raise ValidationError({"time_spent_seconds": "cannot be negative"})
+    # A tab left open overnight is not rating time: cap one report at an hour.
+    assignment.time_spent_seconds += min(float(seconds), 3600.0)
+
+
+@transaction.atomic
+def submit_assignment(
+    *,
+    assignment_id: int,
+    clinician: AbstractBaseUser,
+    answers: Mapping[str, CriterionAnswer],
+    time_spent_seconds: float = 0.0,
+) -> Assignment:
+    """Submit (or revise) all criteria of one assignment at once.
+
+    Idempotent: submitting the same answers again changes nothing and writes no audit row.
+    Every changed value of an already submitted rating writes an audit row (old, new, who).
+    """
+    assignment = _lock_assignment(assignment_id, clinician)
+    study = assignment.study
+    criteria = _check_answers(study=study, answers=answers, complete=True)
+    now = timezone.now()
+    was_submitted = assignment.status == Assignment.Status.SUBMITTED
+    for key, answer in answers.items():
+        rating, before = _upsert_rating(assignment, criteria[key], answer)
+        after = _rating_state(rating)
+        if rating.first_submitted_at is None:
+            rating.first_value = rating.value
+            rating.first_cannot_assess = rating.cannot_assess
+            rating.first_submitted_at = now
+            rating.save(update_fields=["first_value", "first_cannot_assess", "first_submitted_at"])
+            audit.record(actor=clinician, action="rating.submit", target=rating, study=study, after=after)
+        elif was_submitted and before != after:
+            audit.record(
+                actor=clinician, action="rating.revise", target=rating, study=study, before=before, after=after
+            )
+    assignment.status = Assignment.Status.SUBMITTED
+    assignment.started_at = assignment.started_at or now
+    assignment.first_submitted_at = assignment.first_submitted_at or now
+    assignment.submitted_at = now
+    _add_time(assignment, time_spent_seconds)
+    assignment.save()
+    return assignment

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class JuryConfig(AppConfig):
+    name = "jury"
+    verbose_name = "LLM jury and automatic metrics"

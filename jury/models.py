@@ -1,0 +1,191 @@
+"""Judge models, prompt templates, jury runs, every judge call, and machine scores.
+
+API keys are never stored: a judge names the environment variable that holds its key.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from annotation.models import Item, RatingStudy, RubricCriterion
+
+
+class Judge(models.Model):
+    class Provider(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible chat completions"
+        ANTHROPIC = "anthropic", "Anthropic Messages API"
+        LOCAL = "local", "Local model, in-process"
+        IMPORTED = "imported", "Imported verdicts (e.g. a HELM run)"
+
+    name = models.CharField(max_length=100, unique=True)
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    model_id = models.CharField(max_length=200)
+    endpoint = models.URLField(blank=True, help_text="Base URL; empty for the provider's default.")
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Name of the environment variable holding the API key."
+    )
+    params = models.JSONField(
+        default=dict, blank=True, help_text='Sampling parameters, e.g. {"temperature": 0, "max_tokens": 1024}.'
+    )
+    weight = models.FloatField(default=1.0)
+    price_input_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    price_output_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    max_concurrency = models.PositiveIntegerField(default=4)
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    timeout_seconds = models.FloatField(default=120)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(weight__gt=0), name="judge_weight_positive"),
+            models.CheckConstraint(
+                condition=Q(price_input_per_mtok__gte=0, price_output_per_mtok__gte=0),
+                name="judge_prices_nonnegative",
+            ),
+            models.CheckConstraint(condition=Q(max_concurrency__gte=1), name="judge_concurrency_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PromptTemplate(models.Model):
+    """A versioned prompt with named placeholders; a new edit is a new version."""
+
+    name = models.CharField(max_length=100)
+    version = models.PositiveIntegerField(default=1)
+    study = models.ForeignKey(
+        RatingStudy, null=True, blank=True, on_delete=models.CASCADE, related_name="prompt_templates"
+    )
+    system_text = models.TextField(blank=True)
+    body = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="prompt_template_version_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class JuryRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="jury_runs")
+    prompt_template = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="runs")
+    judges = models.ManyToManyField(Judge, related_name="runs")
+    filters = models.JSONField(default=dict, blank=True, help_text="Taxonomy node, model, item ids.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class JudgeCall(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        OK = "ok", "OK"
+        INVALID = "invalid_verdict", "Invalid verdict"
+        PROVIDER_ERROR = "provider_error", "Provider error"
+        TIMEOUT = "timeout", "Timeout"
+        REFUSED = "refused", "Refused"
+
+    run = models.ForeignKey(JuryRun, on_delete=models.CASCADE, related_name="calls")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="calls")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_calls")
+    prompt_hash = models.CharField(max_length=64, db_index=True)
+    prompt_text = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    raw_output = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    cached_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reused_by"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "judge", "item"], name="judge_call_once_per_run")
+        ]
+        indexes = [models.Index(fields=["run", "status"])]
+
+
+class JudgeScore(models.Model):
+    """One judge's score for one item on one criterion: from a call, or imported (HELM)."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_scores")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="scores")
+    criterion = models.ForeignKey(RubricCriterion, on_delete=models.PROTECT, related_name="judge_scores")
+    call = models.ForeignKey(
+        JudgeCall, null=True, blank=True, on_delete=models.CASCADE, related_name="scores"
+    )
+    value = models.FloatField(null=True, blank=True)
+    is_valid = models.BooleanField(default=True)
+    explanation = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["call", "criterion"], condition=Q(call__isnull=False), name="judge_score_once_per_call"
+            ),
+            models.UniqueConstraint(
+                fields=["item", "judge", "criterion"],
+                condition=Q(call__isnull=True),
+                name="imported_judge_score_once",
+            ),
+            models.CheckConstraint(
+                condition=Q(is_valid=False) | Q(value__isnull=False), name="valid_judge_score_has_value"
+            ),
+        ]
+
+
+class MetricScore(models.Model):
+    """An automatic metric (ROUGE-L, BERTScore) of one item's output against its reference."""
+
+    class Metric(models.TextChoices):
+        ROUGE_L_F1 = "rouge_l_f1", "ROUGE-L F1"
+        BERTSCORE_F1 = "bertscore_f1", "BERTScore F1"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="metric_scores")
+    metric = models.CharField(max_length=32, choices=Metric.choices)
+    value = models.FloatField()
+    scorer_model = models.CharField(max_length=300, blank=True, help_text="e.g. the BERTScore model path")
+    scorer_layer = models.SmallIntegerField(null=True, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "metric", "scorer_model"], name="metric_score_once_per_scorer"
+            )
+        ]

@@ -1,0 +1,18 @@
+"""Settings for the test suite: the real settings, with a throwaway key and fast hashing.
+
+DATABASE_URL and CELERY_BROKER_URL still come from the environment, so the same suite runs
+on the embedded defaults and on PostgreSQL + Redis.
+"""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-key-not-a-secret")
+
+from medhelm_site.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
+STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405

@@ -1,0 +1,64 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from annotation import views as annotation_views
+
+_form = "registration/simple_form.html"
+_message = "registration/message.html"
+
+account_urls = [
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "password/change/",
+        auth_views.PasswordChangeView.as_view(template_name=_form, extra_context={"button": "Change password"}),
+        name="password_change",
+    ),
+    path(
+        "password/change/done/",
+        auth_views.PasswordChangeDoneView.as_view(
+            template_name=_message, extra_context={"message": "Your password was changed."}
+        ),
+        name="password_change_done",
+    ),
+    path(
+        "password/reset/",
+        auth_views.PasswordResetView.as_view(
+            template_name=_form,
+            email_template_name="registration/password_reset_email.txt",
+            extra_context={"button": "Send reset link"},
+        ),
+        name="password_reset",
+    ),
+    path(
+        "password/reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(
+            template_name=_message,
+            extra_context={"message": "If an account has that address, a reset link is on its way."},
+        ),
+        name="password_reset_done",
+    ),
+    path(
+        "password/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(template_name=_form, extra_context={"button": "Set password"}),
+        name="password_reset_confirm",
+    ),
+    path(
+        "password/reset/done/",
+        auth_views.PasswordResetCompleteView.as_view(
+            template_name=_message, extra_context={"message": "Your password is set. You can log in now."}
+        ),
+        name="password_reset_complete",
+    ),
+]
+
+urlpatterns = [
+    path("", annotation_views.home, name="home"),
+    path("accounts/", include(account_urls)),
+    path("studies/", include("annotation.urls")),
+    path("api/", include("annotation.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("admin/", admin.site.urls),
+]
