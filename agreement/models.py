@@ -9,14 +9,20 @@ from annotation.models import RatingStudy
 
 
 class ReportSnapshot(models.Model):
-    study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="report_snapshots")
+    study = models.ForeignKey(
+        RatingStudy, on_delete=models.CASCADE, related_name="report_snapshots"
+    )
     title = models.CharField(max_length=300, blank=True)
-    parameters = models.JSONField(default=dict, help_text="What was asked: forms, filters, resamples, seed.")
+    parameters = models.JSONField(
+        default=dict, help_text="What was asked: forms, filters, resamples, seed."
+    )
     results = models.JSONField(default=dict)
     method = models.JSONField(
         default=dict, help_text="Forms, n items, n raters, CI method, seed, package versions."
     )
-    input_hash = models.CharField(max_length=64, help_text="Hash of the score table it was computed from.")
+    input_hash = models.CharField(
+        max_length=64, help_text="Hash of the score table it was computed from."
+    )
     previous = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="recomputations"
     )

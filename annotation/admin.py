@@ -52,7 +52,14 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 @admin.register(models.Rating)
 class RatingAdmin(admin.ModelAdmin):
-    list_display = ["assignment", "criterion", "value", "cannot_assess", "first_value", "updated_at"]
+    list_display = [
+        "assignment",
+        "criterion",
+        "value",
+        "cannot_assess",
+        "first_value",
+        "updated_at",
+    ]
     raw_id_fields = ["assignment"]
 
 

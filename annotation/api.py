@@ -18,7 +18,9 @@ class MyStudiesApi(ListAPIView):
 
     def get_queryset(self):
         return (
-            RatingStudy.objects.filter(memberships__user=self.request.user, memberships__is_active=True)
+            RatingStudy.objects.filter(
+                memberships__user=self.request.user, memberships__is_active=True
+            )
             .distinct()
             .prefetch_related("criteria")
             .order_by("-created_at", "id")

@@ -56,11 +56,16 @@ def _ensure_users() -> list[DemoLogin]:
     path = credentials_path()
     stored: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
     User = get_user_model()
-    wanted = [(COORDINATOR, "coordinator"), *[(c, "clinician") for c in CLINICIANS], (RESEARCHER, "researcher")]
+    wanted = [
+        (COORDINATOR, "coordinator"),
+        *[(c, "clinician") for c in CLINICIANS],
+        (RESEARCHER, "researcher"),
+    ]
     logins = []
     for username, role in wanted:
         user, created = User.objects.get_or_create(
-            username=username, defaults={"email": f"{username}@demo.invalid", "first_name": username.title()}
+            username=username,
+            defaults={"email": f"{username}@demo.invalid", "first_name": username.title()},
         )
         if created or username not in stored:
             stored[username] = secrets.token_urlsafe(9)
@@ -77,7 +82,9 @@ def _ensure_users() -> list[DemoLogin]:
 
 def _demo_rows(study: RatingStudy) -> list[services.ItemRow]:
     rows = []
-    for case_no, (subcategory, benchmark, prompt, reference, *outputs) in enumerate(DEMO_CASES, start=1):
+    for case_no, (subcategory, benchmark, prompt, reference, *outputs) in enumerate(
+        DEMO_CASES, start=1
+    ):
         node = services.taxonomy_node_for(study=study, name=subcategory)
         for quality, output in zip(("strong", "partial", "weak"), outputs, strict=True):
             rows.append(
@@ -104,14 +111,18 @@ def _simulate_ratings(study: RatingStudy) -> None:
         clinician = User.objects.get(username=username)
         leniency = rng.normal(0, 0.3)
         queue = list(
-            Assignment.objects.filter(study=study, clinician=clinician).select_related("item").order_by("position")
+            Assignment.objects.filter(study=study, clinician=clinician)
+            .select_related("item")
+            .order_by("position")
         )
-        n_submit = int(round(SUBMITTED_SHARE * len(queue)))
+        n_submit = round(SUBMITTED_SHARE * len(queue))
         for position, assignment in enumerate(queue):
             if position > n_submit:
                 break
             item = assignment.item
-            base = MODEL_QUALITY_MEAN[quality_of[item.model_name]] + case_effect[item.metadata["case"]]
+            base = (
+                MODEL_QUALITY_MEAN[quality_of[item.model_name]] + case_effect[item.metadata["case"]]
+            )
             answers = {}
             for key, offset in CRITERION_OFFSET.items():
                 value = int(np.clip(np.rint(base + offset + leniency + rng.normal(0, 0.55)), 1, 5))
@@ -119,7 +130,10 @@ def _simulate_ratings(study: RatingStudy) -> None:
             seconds = float(rng.uniform(40, 180))
             if position < n_submit:
                 services.submit_assignment(
-                    assignment_id=assignment.pk, clinician=clinician, answers=answers, time_spent_seconds=seconds
+                    assignment_id=assignment.pk,
+                    clinician=clinician,
+                    answers=answers,
+                    time_spent_seconds=seconds,
                 )
             else:  # one draft left open, as a clinician who stopped mid-item would
                 first_key = next(iter(answers))
@@ -155,10 +169,16 @@ def load_demo() -> list[DemoLogin]:
     )
     for username in CLINICIANS:
         services.add_member(
-            study=study, user=User.objects.get(username=username), role=StudyMembership.Role.CLINICIAN, actor=coordinator
+            study=study,
+            user=User.objects.get(username=username),
+            role=StudyMembership.Role.CLINICIAN,
+            actor=coordinator,
         )
     services.add_member(
-        study=study, user=User.objects.get(username=RESEARCHER), role=StudyMembership.Role.RESEARCHER, actor=coordinator
+        study=study,
+        user=User.objects.get(username=RESEARCHER),
+        role=StudyMembership.Role.RESEARCHER,
+        actor=coordinator,
     )
     services.create_items(study=study, rows=_demo_rows(study), actor=coordinator)
     services.assign_items(study=study, actor=coordinator, seed=DEMO_SEED)

@@ -81,7 +81,9 @@ def balanced_design(
     if len(set(items)) != len(items):
         raise DesignError("items contain duplicates")
     if k > len(raters):
-        raise DesignError(f"k={k} ratings per item needs at least {k} raters, the study has {len(raters)}")
+        raise DesignError(
+            f"k={k} ratings per item needs at least {k} raters, the study has {len(raters)}"
+        )
 
     rng = np.random.default_rng(seed)
     c = len(raters)

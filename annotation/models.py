@@ -28,7 +28,11 @@ class RatingStudy(models.Model):
     name = models.CharField(max_length=300)
     instructions = models.TextField(blank=True, help_text="Shown to raters above every item.")
     taxonomy_version = models.ForeignKey(
-        TaxonomyVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="rating_studies"
+        TaxonomyVersion,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="rating_studies",
     )
     ratings_per_item = models.PositiveSmallIntegerField(
         default=2, help_text="k: how many clinicians rate each item."
@@ -44,7 +48,9 @@ class RatingStudy(models.Model):
     )
     assignment_seed = models.BigIntegerField(null=True, blank=True)
     locked_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -77,7 +83,9 @@ class RubricCriterion(models.Model):
         ordering = ["study", "position", "id"]
         constraints = [
             models.UniqueConstraint(fields=["study", "key"], name="criterion_key_once_per_study"),
-            models.CheckConstraint(condition=Q(scale_min__lt=F("scale_max")), name="criterion_scale_ordered"),
+            models.CheckConstraint(
+                condition=Q(scale_min__lt=F("scale_max")), name="criterion_scale_ordered"
+            ),
             models.CheckConstraint(
                 condition=Q(scale_min__gte=0, scale_max__lte=100), name="criterion_scale_0_to_100"
             ),
@@ -136,9 +144,13 @@ class StudyMembership(models.Model):
     class Meta:
         ordering = ["study", "role", "pseudonym", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["study", "user", "role"], name="membership_once_per_role"),
             models.UniqueConstraint(
-                fields=["study", "pseudonym"], condition=~Q(pseudonym=""), name="pseudonym_once_per_study"
+                fields=["study", "user", "role"], name="membership_once_per_role"
+            ),
+            models.UniqueConstraint(
+                fields=["study", "pseudonym"],
+                condition=~Q(pseudonym=""),
+                name="pseudonym_once_per_study",
             ),
         ]
 
@@ -172,11 +184,16 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["study", "clinician", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["item", "clinician"], name="assignment_once_per_item_and_clinician"),
             models.UniqueConstraint(
-                fields=["study", "clinician", "position"], name="assignment_position_once_per_clinician"
+                fields=["item", "clinician"], name="assignment_once_per_item_and_clinician"
             ),
-            models.CheckConstraint(condition=Q(time_spent_seconds__gte=0), name="assignment_time_nonnegative"),
+            models.UniqueConstraint(
+                fields=["study", "clinician", "position"],
+                name="assignment_position_once_per_clinician",
+            ),
+            models.CheckConstraint(
+                condition=Q(time_spent_seconds__gte=0), name="assignment_time_nonnegative"
+            ),
         ]
         indexes = [models.Index(fields=["study", "status"])]
 
@@ -205,14 +222,21 @@ class Rating(models.Model):
     class Meta:
         ordering = ["assignment", "criterion__position"]
         constraints = [
-            models.UniqueConstraint(fields=["assignment", "criterion"], name="rating_once_per_assignment_and_criterion"),
-            models.CheckConstraint(
-                condition=Q(value__isnull=True) | Q(value__gte=0, value__lte=100), name="rating_value_0_to_100"
+            models.UniqueConstraint(
+                fields=["assignment", "criterion"], name="rating_once_per_assignment_and_criterion"
             ),
             models.CheckConstraint(
-                condition=~Q(cannot_assess=True, value__isnull=False), name="rating_cannot_assess_has_no_value"
+                condition=Q(value__isnull=True) | Q(value__gte=0, value__lte=100),
+                name="rating_value_0_to_100",
+            ),
+            models.CheckConstraint(
+                condition=~Q(cannot_assess=True, value__isnull=False),
+                name="rating_cannot_assess_has_no_value",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"rating {self.criterion_id}={self.value} on assignment {self.assignment_id}"
 
 
 class ImportJob(models.Model):
@@ -223,7 +247,9 @@ class ImportJob(models.Model):
         FAILED = "failed", "Failed"
 
     study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="import_jobs")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
     file_format = models.CharField(max_length=16)
     source_name = models.CharField(max_length=300, blank=True)
     source_path = models.CharField(max_length=500, blank=True)
@@ -238,6 +264,9 @@ class ImportJob(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} ({self.file_format}, {self.status})"
 
 
 class AuditEvent(models.Model):

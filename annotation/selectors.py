@@ -16,7 +16,9 @@ def roles_in_study(*, user: AbstractBaseUser, study: RatingStudy) -> set[str]:
     if not user.is_authenticated:
         return set()
     return set(
-        StudyMembership.objects.filter(study=study, user=user, is_active=True).values_list("role", flat=True)
+        StudyMembership.objects.filter(study=study, user=user, is_active=True).values_list(
+            "role", flat=True
+        )
     )
 
 
@@ -110,10 +112,14 @@ class StudyProgress:
 
 
 def study_progress(*, study: RatingStudy) -> StudyProgress:
-    agg = Assignment.objects.filter(study=study).exclude(status=Assignment.Status.WITHDRAWN).aggregate(
-        assignments=Count("id"),
-        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-        in_progress=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),
+    agg = (
+        Assignment.objects.filter(study=study)
+        .exclude(status=Assignment.Status.WITHDRAWN)
+        .aggregate(
+            assignments=Count("id"),
+            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+            in_progress=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),
+        )
     )
     return StudyProgress(
         items=study.items.count(),

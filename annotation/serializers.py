@@ -10,7 +10,15 @@ from annotation.models import Assignment, RatingStudy, RubricCriterion
 class CriterionSerializer(serializers.ModelSerializer):
     class Meta:
         model = RubricCriterion
-        fields = ["key", "label", "definition", "scale_min", "scale_max", "anchors", "allow_cannot_assess"]
+        fields = [
+            "key",
+            "label",
+            "definition",
+            "scale_min",
+            "scale_max",
+            "anchors",
+            "allow_cannot_assess",
+        ]
 
 
 class StudySerializer(serializers.ModelSerializer):

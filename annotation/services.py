@@ -83,15 +83,21 @@ def validate_criteria(criteria: Sequence[Mapping[str, Any]]) -> list[dict[str, A
         try:
             lo, hi = int(raw.get("scale_min", 1)), int(raw.get("scale_max", 5))
         except (TypeError, ValueError) as exc:
-            raise ValidationError({f"{where}.scale": "scale_min and scale_max must be integers"}) from exc
+            raise ValidationError(
+                {f"{where}.scale": "scale_min and scale_max must be integers"}
+            ) from exc
         if not 0 <= lo < hi <= 100:
-            raise ValidationError({f"{where}.scale": f"needs 0 <= scale_min < scale_max <= 100, got {lo}..{hi}"})
+            raise ValidationError(
+                {f"{where}.scale": f"needs 0 <= scale_min < scale_max <= 100, got {lo}..{hi}"}
+            )
         anchors = raw.get("anchors") or {}
         if not isinstance(anchors, Mapping):
             raise ValidationError({f"{where}.anchors": "must map scale points to text"})
         for point in anchors:
             if not str(point).lstrip("-").isdigit() or not lo <= int(point) <= hi:
-                raise ValidationError({f"{where}.anchors": f"point {point!r} is outside {lo}..{hi}"})
+                raise ValidationError(
+                    {f"{where}.anchors": f"point {point!r} is outside {lo}..{hi}"}
+                )
         cleaned.append(
             {
                 "key": key,
@@ -145,7 +151,9 @@ def create_study(
         study=study,
         after={"name": study.name, "ratings_per_item": ratings_per_item, "criteria": cleaned},
     )
-    add_member(study=study, user=created_by, role=StudyMembership.Role.COORDINATOR, actor=created_by)
+    add_member(
+        study=study, user=created_by, role=StudyMembership.Role.COORDINATOR, actor=created_by
+    )
     return study
 
 
@@ -159,7 +167,11 @@ def add_member(
     """
     if role not in StudyMembership.Role.values:
         raise ValidationError({"role": f"unknown role {role!r}"})
-    existing = StudyMembership.objects.select_for_update().filter(study=study, user=user, role=role).first()
+    existing = (
+        StudyMembership.objects.select_for_update()
+        .filter(study=study, user=user, role=role)
+        .first()
+    )
     if existing is not None:
         if not existing.is_active:
             existing.is_active = True
@@ -206,7 +218,11 @@ class ItemsCreated:
 
 @transaction.atomic
 def create_items(
-    *, study: RatingStudy, rows: Iterable[ItemRow], actor: AbstractBaseUser | None, batch_size: int = 2000
+    *,
+    study: RatingStudy,
+    rows: Iterable[ItemRow],
+    actor: AbstractBaseUser | None,
+    batch_size: int = 2000,
 ) -> ItemsCreated:
     """Add items; an (external id, model) already in the study is left as it is.
 
@@ -252,14 +268,20 @@ def taxonomy_node_for(*, study: RatingStudy, name: str) -> TaxonomyNode | None:
     if study.taxonomy_version_id is None or not name:
         return None
     nodes = TaxonomyNode.objects.filter(version_id=study.taxonomy_version_id, name=name)
-    order = {TaxonomyNode.Kind.TASK: 0, TaxonomyNode.Kind.SUBCATEGORY: 1, TaxonomyNode.Kind.CATEGORY: 2}
+    order = {
+        TaxonomyNode.Kind.TASK: 0,
+        TaxonomyNode.Kind.SUBCATEGORY: 1,
+        TaxonomyNode.Kind.CATEGORY: 2,
+    }
     return min(nodes, key=lambda n: order[n.kind], default=None)
 
 
 # --- assignment ----------------------------------------------------------------------------
 
 
-def _excluded_users(study: RatingStudy, items: Sequence[Item], clinicians: Mapping[str, int]) -> dict[int, set[int]]:
+def _excluded_users(
+    study: RatingStudy, items: Sequence[Item], clinicians: Mapping[str, int]
+) -> dict[int, set[int]]:
     """Items whose metadata names clinicians (by username or e-mail) who must not rate them."""
     key = study.exclusion_metadata_key
     if not key:
@@ -277,7 +299,9 @@ def _excluded_users(study: RatingStudy, items: Sequence[Item], clinicians: Mappi
 
 
 @transaction.atomic
-def assign_items(*, study: RatingStudy, actor: AbstractBaseUser | None, seed: int | None = None) -> int:
+def assign_items(
+    *, study: RatingStudy, actor: AbstractBaseUser | None, seed: int | None = None
+) -> int:
     """(Re)balance the study's assignments over its active clinicians.
 
     Started or submitted work never moves. Unstarted assignments are withdrawn and dealt again,
@@ -325,10 +349,14 @@ def assign_items(*, study: RatingStudy, actor: AbstractBaseUser | None, seed: in
     new_rows: list[Assignment] = []
     for item_id, user_ids in design.new_raters.items():
         for user_id in user_ids:
-            new_rows.append(Assignment(study=study, item_id=item_id, clinician_id=user_id, position=0))
+            new_rows.append(
+                Assignment(study=study, item_id=item_id, clinician_id=user_id, position=0)
+            )
     # New work goes after a clinician's kept work, in the clinician's own random order.
     rank = {
-        (user_id, item_id): pos for user_id, order in design.orders.items() for pos, item_id in enumerate(order)
+        (user_id, item_id): pos
+        for user_id, order in design.orders.items()
+        for pos, item_id in enumerate(order)
     }
     new_rows.sort(key=lambda a: (a.clinician_id, rank[(a.clinician_id, a.item_id)]))
     next_position: dict[int, int] = {}
@@ -387,14 +415,18 @@ def _check_answers(
         if isinstance(answer.value, bool) or not isinstance(answer.value, int):
             errors[key] = f"value must be a whole number, got {answer.value!r}"
         elif not criterion.scale_min <= answer.value <= criterion.scale_max:
-            errors[key] = f"value {answer.value} is outside the scale {criterion.scale_min}..{criterion.scale_max}"
+            errors[key] = (
+                f"value {answer.value} is outside the scale {criterion.scale_min}..{criterion.scale_max}"
+            )
         elif (
             complete
             and study.comment_required_at_or_below is not None
             and answer.value <= study.comment_required_at_or_below
             and not answer.comment.strip()
         ):
-            errors[key] = f"a comment is required for a score of {study.comment_required_at_or_below} or lower"
+            errors[key] = (
+                f"a comment is required for a score of {study.comment_required_at_or_below} or lower"
+            )
     if complete:
         for key in criteria:
             if key not in answers:
@@ -426,7 +458,9 @@ def _rating_state(rating: Rating | None) -> dict[str, Any] | None:
     return {"value": rating.value, "cannot_assess": rating.cannot_assess, "comment": rating.comment}
 
 
-def _upsert_rating(assignment: Assignment, criterion: RubricCriterion, answer: CriterionAnswer) -> tuple[Rating, dict | None]:
+def _upsert_rating(
+    assignment: Assignment, criterion: RubricCriterion, answer: CriterionAnswer
+) -> tuple[Rating, dict | None]:
     """Create or update one rating row; the unique constraint makes a concurrent twin fail
     loudly instead of doubling, and the caller's retry then finds the row."""
     rating = Rating.objects.filter(assignment=assignment, criterion=criterion).first()
@@ -512,10 +546,17 @@ def submit_assignment(
             rating.first_cannot_assess = rating.cannot_assess
             rating.first_submitted_at = now
             rating.save(update_fields=["first_value", "first_cannot_assess", "first_submitted_at"])
-            audit.record(actor=clinician, action="rating.submit", target=rating, study=study, after=after)
+            audit.record(
+                actor=clinician, action="rating.submit", target=rating, study=study, after=after
+            )
         elif was_submitted and before != after:
             audit.record(
-                actor=clinician, action="rating.revise", target=rating, study=study, before=before, after=after
+                actor=clinician,
+                action="rating.revise",
+                target=rating,
+                study=study,
+                before=before,
+                after=after,
             )
     assignment.status = Assignment.Status.SUBMITTED
     assignment.started_at = assignment.started_at or now

@@ -21,15 +21,15 @@ def home(request: HttpRequest) -> HttpResponse:
         "coordinated_delphi": delphi_selectors.delphi_studies_coordinated_by(user=user),
         "panel_delphi": delphi_selectors.delphi_studies_on_panel_of(user=user),
     }
-    context["has_any_role"] = any(
-        bool(v) for k, v in context.items() if k != "has_any_role"
-    )
+    context["has_any_role"] = any(bool(v) for k, v in context.items() if k != "has_any_role")
     return render(request, "annotation/home.html", context)
 
 
 @login_required
 def queue(request: HttpRequest, study_id: int) -> HttpResponse:
-    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN])
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
+    )
     assignments = list(selectors.clinician_queue(study=study, user=request.user))
     done = sum(a.status == "submitted" for a in assignments)
     return render(
@@ -47,7 +47,9 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @login_required
 def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
-    study, roles = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
     return render(
         request,
         "annotation/study_overview.html",

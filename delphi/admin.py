@@ -45,7 +45,14 @@ class DelphiStudyAdmin(admin.ModelAdmin):
 
 @admin.register(models.Panelist)
 class PanelistAdmin(admin.ModelAdmin):
-    list_display = ["pseudonym", "study", "stakeholder_group", "specialty", "joined_at", "withdrawn_at"]
+    list_display = [
+        "pseudonym",
+        "study",
+        "stakeholder_group",
+        "specialty",
+        "joined_at",
+        "withdrawn_at",
+    ]
     list_filter = ["study", "stakeholder_group"]
     search_fields = ["pseudonym", "email"]
     exclude = ["invite_token_hash"]

@@ -63,9 +63,14 @@ class TaxonomyNode(models.Model):
     class Meta:
         ordering = ["version", "position", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["version", "identity"], name="node_identity_once_per_version"),
+            models.UniqueConstraint(
+                fields=["version", "identity"], name="node_identity_once_per_version"
+            ),
             models.CheckConstraint(
-                condition=(Q(kind="category", parent__isnull=True) | Q(~Q(kind="category"), parent__isnull=False)),
+                condition=(
+                    Q(kind="category", parent__isnull=True)
+                    | Q(~Q(kind="category"), parent__isnull=False)
+                ),
                 name="node_only_categories_are_roots",
             ),
         ]
@@ -134,6 +139,9 @@ class DelphiCoordinator(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "user"], name="delphi_coordinator_once")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.user} coordinates {self.study}"
 
 
 class Panelist(models.Model):
@@ -208,13 +216,17 @@ class RoundItem(models.Model):
     position = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=300)
     description = models.TextField(blank=True)
-    change_note = models.TextField(blank=True, help_text="What changed since the last round, and why.")
+    change_note = models.TextField(
+        blank=True, help_text="What changed since the last round, and why."
+    )
 
     class Meta:
         ordering = ["round", "position", "id"]
         constraints = [
             models.UniqueConstraint(fields=["round", "identity"], name="round_item_once_per_round"),
-            models.CheckConstraint(condition=Q(item_version__gte=1), name="round_item_version_positive"),
+            models.CheckConstraint(
+                condition=Q(item_version__gte=1), name="round_item_version_positive"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -249,6 +261,9 @@ class PanelistRound(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.panelist} in round {self.round_id}: {self.status}"
+
 
 class Response(models.Model):
     """A panelist's answer on one round item; a draft until the panelist submits the round."""
@@ -279,6 +294,9 @@ class Response(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.panelist} on {self.round_item_id}: {self.rating}"
+
 
 class Suggestion(models.Model):
     class Kind(models.TextChoices):
@@ -297,7 +315,9 @@ class Suggestion(models.Model):
     panelist = models.ForeignKey(Panelist, on_delete=models.CASCADE, related_name="suggestions")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     target_identity = models.UUIDField(null=True, blank=True)
-    details = models.JSONField(default=dict, blank=True, help_text="New name, new parent, merge target.")
+    details = models.JSONField(
+        default=dict, blank=True, help_text="New name, new parent, merge target."
+    )
     text = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     triage_reason = models.TextField(blank=True)
@@ -314,6 +334,9 @@ class Suggestion(models.Model):
                 name="suggestion_triage_has_reason",
             )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} suggestion by {self.panelist} ({self.status})"
 
 
 class RoundItemStatistics(models.Model):
@@ -346,8 +369,13 @@ class RoundItemStatistics(models.Model):
     class Meta:
         verbose_name_plural = "Round item statistics"
         constraints = [
-            models.UniqueConstraint(fields=["round_item", "group"], name="round_item_statistics_once")
+            models.UniqueConstraint(
+                fields=["round_item", "group"], name="round_item_statistics_once"
+            )
         ]
+
+    def __str__(self) -> str:
+        return f"statistics of {self.round_item_id} ({self.group or 'all'})"
 
 
 class DelphiAuditEvent(models.Model):
@@ -366,3 +394,6 @@ class DelphiAuditEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.target}"

@@ -19,7 +19,11 @@ def delphi_studies_on_panel_of(*, user: AbstractBaseUser) -> QuerySet[DelphiStud
 
 
 def nodes_of_kind(*, version: TaxonomyVersion, kind: str) -> QuerySet[TaxonomyNode]:
-    return version.nodes.filter(kind=kind).select_related("parent").order_by("parent__position", "position")
+    return (
+        version.nodes.filter(kind=kind)
+        .select_related("parent")
+        .order_by("parent__position", "position")
+    )
 
 
 def category_of(node: TaxonomyNode) -> TaxonomyNode:

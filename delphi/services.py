@@ -20,7 +20,9 @@ class TaxonomyFormatError(ValueError):
 
 
 def _require_name(entry: Any, where: str) -> str:
-    name = entry if isinstance(entry, str) else entry.get("name") if isinstance(entry, dict) else None
+    name = (
+        entry if isinstance(entry, str) else entry.get("name") if isinstance(entry, dict) else None
+    )
     if not isinstance(name, str) or not name.strip():
         raise TaxonomyFormatError(f"{where}: needs a non-empty name")
     return name.strip()

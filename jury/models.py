@@ -24,10 +24,14 @@ class Judge(models.Model):
     model_id = models.CharField(max_length=200)
     endpoint = models.URLField(blank=True, help_text="Base URL; empty for the provider's default.")
     api_key_env = models.CharField(
-        max_length=100, blank=True, help_text="Name of the environment variable holding the API key."
+        max_length=100,
+        blank=True,
+        help_text="Name of the environment variable holding the API key.",
     )
     params = models.JSONField(
-        default=dict, blank=True, help_text='Sampling parameters, e.g. {"temperature": 0, "max_tokens": 1024}.'
+        default=dict,
+        blank=True,
+        help_text='Sampling parameters, e.g. {"temperature": 0, "max_tokens": 1024}.',
     )
     weight = models.FloatField(default=1.0)
     price_input_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
@@ -46,7 +50,9 @@ class Judge(models.Model):
                 condition=Q(price_input_per_mtok__gte=0, price_output_per_mtok__gte=0),
                 name="judge_prices_nonnegative",
             ),
-            models.CheckConstraint(condition=Q(max_concurrency__gte=1), name="judge_concurrency_positive"),
+            models.CheckConstraint(
+                condition=Q(max_concurrency__gte=1), name="judge_concurrency_positive"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -59,7 +65,11 @@ class PromptTemplate(models.Model):
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField(default=1)
     study = models.ForeignKey(
-        RatingStudy, null=True, blank=True, on_delete=models.CASCADE, related_name="prompt_templates"
+        RatingStudy,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="prompt_templates",
     )
     system_text = models.TextField(blank=True)
     body = models.TextField()
@@ -87,9 +97,13 @@ class JuryRun(models.Model):
         FAILED = "failed", "Failed"
 
     study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="jury_runs")
-    prompt_template = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="runs")
+    prompt_template = models.ForeignKey(
+        PromptTemplate, on_delete=models.PROTECT, related_name="runs"
+    )
     judges = models.ManyToManyField(Judge, related_name="runs")
-    filters = models.JSONField(default=dict, blank=True, help_text="Taxonomy node, model, item ids.")
+    filters = models.JSONField(
+        default=dict, blank=True, help_text="Taxonomy node, model, item ids."
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     cancel_requested = models.BooleanField(default=False)
     created_by = models.ForeignKey(
@@ -101,6 +115,9 @@ class JuryRun(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"jury run {self.pk} ({self.status})"
 
 
 class JudgeCall(models.Model):
@@ -137,13 +154,18 @@ class JudgeCall(models.Model):
         ]
         indexes = [models.Index(fields=["run", "status"])]
 
+    def __str__(self) -> str:
+        return f"call {self.pk}: {self.judge_id} on item {self.item_id} ({self.status})"
+
 
 class JudgeScore(models.Model):
     """One judge's score for one item on one criterion: from a call, or imported (HELM)."""
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_scores")
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="scores")
-    criterion = models.ForeignKey(RubricCriterion, on_delete=models.PROTECT, related_name="judge_scores")
+    criterion = models.ForeignKey(
+        RubricCriterion, on_delete=models.PROTECT, related_name="judge_scores"
+    )
     call = models.ForeignKey(
         JudgeCall, null=True, blank=True, on_delete=models.CASCADE, related_name="scores"
     )
@@ -155,7 +177,9 @@ class JudgeScore(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["call", "criterion"], condition=Q(call__isnull=False), name="judge_score_once_per_call"
+                fields=["call", "criterion"],
+                condition=Q(call__isnull=False),
+                name="judge_score_once_per_call",
             ),
             models.UniqueConstraint(
                 fields=["item", "judge", "criterion"],
@@ -163,9 +187,13 @@ class JudgeScore(models.Model):
                 name="imported_judge_score_once",
             ),
             models.CheckConstraint(
-                condition=Q(is_valid=False) | Q(value__isnull=False), name="valid_judge_score_has_value"
+                condition=Q(is_valid=False) | Q(value__isnull=False),
+                name="valid_judge_score_has_value",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.judge_id} {self.criterion_id}={self.value} on item {self.item_id}"
 
 
 class MetricScore(models.Model):
@@ -178,7 +206,9 @@ class MetricScore(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="metric_scores")
     metric = models.CharField(max_length=32, choices=Metric.choices)
     value = models.FloatField()
-    scorer_model = models.CharField(max_length=300, blank=True, help_text="e.g. the BERTScore model path")
+    scorer_model = models.CharField(
+        max_length=300, blank=True, help_text="e.g. the BERTScore model path"
+    )
     scorer_layer = models.SmallIntegerField(null=True, blank=True)
     params = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -189,3 +219,6 @@ class MetricScore(models.Model):
                 fields=["item", "metric", "scorer_model"], name="metric_score_once_per_scorer"
             )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.metric}={self.value:.4f} on item {self.item_id}"

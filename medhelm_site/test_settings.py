@@ -8,7 +8,7 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-key-not-a-secret")
 
-from medhelm_site.settings import *  # noqa: E402,F403
+from medhelm_site.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
@@ -16,3 +16,11 @@ SECURE_SSL_REDIRECT = False
 SESSION_COOKIE_SECURE = False
 CSRF_COOKIE_SECURE = False
 STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
+
+# Tests never touch the developer's demo files (credentials, broker, database).
+DATA_DIR = BASE_DIR / "var" / "test"  # noqa: F405
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file, not memory: Celery worker processes started by the tests must see the same data.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-db.sqlite3")}  # noqa: F405

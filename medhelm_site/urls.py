@@ -13,7 +13,9 @@ account_urls = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "password/change/",
-        auth_views.PasswordChangeView.as_view(template_name=_form, extra_context={"button": "Change password"}),
+        auth_views.PasswordChangeView.as_view(
+            template_name=_form, extra_context={"button": "Change password"}
+        ),
         name="password_change",
     ),
     path(
@@ -36,19 +38,24 @@ account_urls = [
         "password/reset/sent/",
         auth_views.PasswordResetDoneView.as_view(
             template_name=_message,
-            extra_context={"message": "If an account has that address, a reset link is on its way."},
+            extra_context={
+                "message": "If an account has that address, a reset link is on its way."
+            },
         ),
         name="password_reset_done",
     ),
     path(
         "password/reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(template_name=_form, extra_context={"button": "Set password"}),
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name=_form, extra_context={"button": "Set password"}
+        ),
         name="password_reset_confirm",
     ),
     path(
         "password/reset/done/",
         auth_views.PasswordResetCompleteView.as_view(
-            template_name=_message, extra_context={"message": "Your password is set. You can log in now."}
+            template_name=_message,
+            extra_context={"message": "Your password is set. You can log in now."},
         ),
         name="password_reset_complete",
     ),

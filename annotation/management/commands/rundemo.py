@@ -32,15 +32,31 @@ class Command(BaseCommand):
         if not no_worker:
             children.append(
                 subprocess.Popen(
-                    [python, "-m", "celery", "-A", "medhelm_site", "worker", "--loglevel", "INFO",
-                     "--concurrency", "2", "--hostname", "demo@%h"]
+                    [
+                        python,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "medhelm_site",
+                        "worker",
+                        "--loglevel",
+                        "INFO",
+                        "--concurrency",
+                        "2",
+                        "--hostname",
+                        "demo@%h",
+                    ]
                 )
             )
         children.append(
-            subprocess.Popen([python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
-                             cwd=settings.BASE_DIR)
+            subprocess.Popen(
+                [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
+                cwd=settings.BASE_DIR,
+            )
         )
-        self.stdout.write(self.style.SUCCESS(f"\nmedhelm-studio is starting at http://{host}:{port}/"))
+        self.stdout.write(
+            self.style.SUCCESS(f"\nmedhelm-studio is starting at http://{host}:{port}/")
+        )
         self.stdout.write(f"Database: {settings.DATABASES['default']['NAME']}")
         self.stdout.write(f"Celery broker: {settings.CELERY_BROKER_URL}")
         self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
@@ -64,7 +80,9 @@ class Command(BaseCommand):
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 child.kill()
-        failed = [c.args[:4] for c in children if c.returncode not in (0, -signal.SIGTERM, -signal.SIGINT)]
+        failed = [
+            c.args[:4] for c in children if c.returncode not in (0, -signal.SIGTERM, -signal.SIGINT)
+        ]
         if failed and not stopping:
             self.stderr.write(f"A process stopped unexpectedly: {failed}")
             sys.exit(1)

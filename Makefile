@@ -1,0 +1,42 @@
+# medhelm-studio: the two commands a newcomer needs, and a few more.
+#   make demo   install everything, migrate, load demo data, start web + Celery worker
+#   make test   install everything, run the whole test suite
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+PYTEST_ARGS ?=
+
+.PHONY: demo test install chromium lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(BIN)/python manage.py rundemo
+
+# Browser tests drive Debian's Chromium (Playwright never downloads a browser here).
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	  else echo "Chromium is missing: install Debian's chromium package for the browser tests." >&2; fi; \
+	fi
+
+test: install chromium
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

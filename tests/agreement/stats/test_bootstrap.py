@@ -1,0 +1,182 @@
+"""Item bootstrap: reproducibility, equality with scipy.stats.bootstrap, jackknife, BCa
+properties, paired differences, vectorised resamples vs one-at-a-time.
+
+Tolerances: equality with scipy and with explicit loops 1e-10 relative (same resamples, same
+arithmetic up to rounding); exact equality where the same code path must repeat itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from agreement.stats import (
+    DifferenceStatistic,
+    IccStatistic,
+    ItemStatistic,
+    bootstrap_ci,
+    bootstrap_difference,
+    bootstrap_distribution,
+    icc,
+    icc_batch,
+    icc_bootstrap,
+)
+from agreement.stats.bootstrap import bca_interval, bca_levels, resample_weights
+
+from ._data import random_matrix
+
+
+def _matrix(seed: int = 0, n: int = 40, k: int = 4) -> np.ndarray:
+    return random_matrix(np.random.default_rng(seed), n, k, likert=True)
+
+
+def test_same_seed_same_result_and_generator_accepted() -> None:
+    x = _matrix()
+    a = icc_bootstrap(x, n_resamples=300, seed=42)
+    b = icc_bootstrap(x, n_resamples=300, seed=42)
+    c = icc_bootstrap(x, n_resamples=300, seed=np.random.default_rng(42))
+    d = icc_bootstrap(x, n_resamples=300, seed=43)
+    np.testing.assert_array_equal(a.distribution, b.distribution)
+    np.testing.assert_array_equal(a.distribution, c.distribution)
+    assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high)
+    assert a.seed == 42 and c.seed is None  # an int seed is recorded for the report
+    assert not np.array_equal(a.distribution, d.distribution)
+
+
+def test_chunking_does_not_change_the_resamples() -> None:
+    stat = IccStatistic(_matrix(), "ICC(A,1)")
+    whole = bootstrap_distribution(stat, n_resamples=250, seed=5)
+    chunked = bootstrap_distribution(stat, n_resamples=250, seed=5, max_cells=40 * 7)
+    # Same resamples; only BLAS blocking of the matrix product may change the last bits.
+    np.testing.assert_allclose(whole, chunked, rtol=1e-13, atol=0)
+    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
+    one = resample_weights(rng_a, 40, 250)
+    parts = [resample_weights(rng_b, 40, m) for m in (7, 7, 236)]
+    np.testing.assert_array_equal(one, np.vstack(parts))
+
+
+def test_resample_weights_are_multiplicities() -> None:
+    w = resample_weights(np.random.default_rng(0), 30, 50)
+    assert w.shape == (50, 30)
+    np.testing.assert_array_equal(w.sum(axis=1), 30)
+    idx = np.random.default_rng(0).integers(0, 30, size=(50, 30))
+    np.testing.assert_array_equal(w[7], np.bincount(idx[7], minlength=30))
+
+
+def test_vectorised_resamples_equal_one_at_a_time() -> None:
+    x = _matrix(1)
+    dist = bootstrap_distribution(IccStatistic(x, "ICC(C,k)"), n_resamples=60, seed=9)
+    idx = np.random.default_rng(9).integers(0, x.shape[0], size=(60, x.shape[0]))
+    one_by_one = np.array([icc(x[i]).get("ICC(C,k)").icc for i in idx])
+    np.testing.assert_allclose(dist, one_by_one, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["ICC(A,1)", "ICC(C,1)", "ICC(1,k)"])
+def test_equals_scipy_bootstrap_percentile_and_bca(form: str) -> None:
+    x = _matrix(2, n=35)
+    ours = icc_bootstrap(x, form=form, n_resamples=400, seed=11)
+
+    def statistic(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        idx = np.asarray(idx).astype(int)
+        flat = idx.reshape(-1, idx.shape[-1])
+        return icc_batch(x[flat], form).reshape(idx.shape[:-1])
+
+    for method, got in (("percentile", ours.percentile_ci), ("BCa", ours.bca_ci)):
+        ref = stats.bootstrap(
+            (np.arange(x.shape[0]),),
+            statistic,
+            n_resamples=400,
+            method=method,
+            vectorized=True,
+            rng=np.random.default_rng(11),
+        )
+        np.testing.assert_allclose(got, tuple(ref.confidence_interval), rtol=1e-10)
+    assert ours.standard_error == pytest.approx(ref.standard_error, rel=1e-10)
+
+
+def test_icc_jackknife_equals_explicit_leave_one_out() -> None:
+    x = _matrix(3, n=20)
+    jack = IccStatistic(x, "ICC(A,1)").jackknife()
+    explicit = [icc(np.delete(x, i, axis=0)).get("ICC2").icc for i in range(20)]
+    np.testing.assert_allclose(jack, explicit, rtol=1e-10)
+
+
+class _Mean(ItemStatistic):
+    """Mean of one value per item; uses the generic (weights 1 - e_i) jackknife."""
+
+    name = "mean"
+
+    def __init__(self, values: np.ndarray) -> None:
+        super().__init__(range(len(values)))
+        self.values = values
+
+    def from_weights(self, weights: np.ndarray) -> np.ndarray:
+        return weights @ self.values / weights.sum(axis=1)
+
+
+def test_generic_jackknife_and_zero_acceleration_on_symmetric_data() -> None:
+    half = np.random.default_rng(4).exponential(size=30)
+    values = np.concatenate([half, -half])  # symmetric about 0
+    stat = _Mean(values)
+    jack = stat.jackknife(max_cells=7 * 60)  # several chunks
+    np.testing.assert_allclose(
+        jack, [np.delete(values, i).mean() for i in range(60)], rtol=1e-12, atol=1e-15
+    )
+    res = bootstrap_ci(stat, n_resamples=2000, seed=1)
+    # Jackknife deviations are symmetric, so the acceleration is 0 and BCa differs from the
+    # percentile interval only through z0: it takes the quantiles at bca_levels(z0, 0).
+    assert res.acceleration == pytest.approx(0.0, abs=1e-12)
+    levels = bca_levels(res.bias_correction, 0.0, 0.95)
+    np.testing.assert_allclose(res.bca_ci, np.quantile(res.distribution, levels), rtol=1e-12)
+
+
+def test_bca_levels_reduce_to_percentile_without_bias_or_acceleration() -> None:
+    assert bca_levels(0.0, 0.0, 0.95) == pytest.approx((0.025, 0.975), abs=1e-12)
+    assert bca_levels(0.0, 0.0, 0.90) == pytest.approx((0.05, 0.95), abs=1e-12)
+    lo, hi = bca_levels(0.3, 0.0, 0.95)  # positive bias correction moves both levels up
+    assert lo > 0.025 and hi > 0.975
+
+
+def test_bca_interval_degenerate_cases() -> None:
+    dist = np.linspace(1, 2, 101)
+    (lo, hi), z0, _ = bca_interval(dist, 5.0, np.ones(10), 0.95)  # estimate outside: z0 = inf
+    assert np.isinf(z0) and np.isnan(lo) and np.isnan(hi)
+    (lo, hi), z0, acc = bca_interval(dist, 1.5, np.ones(10), 0.95)  # flat jackknife: a = 0
+    assert acc == 0.0 and z0 == pytest.approx(0.0, abs=1e-12)
+
+
+def test_percentile_interval_contains_estimate() -> None:
+    for seed in range(3):
+        res = icc_bootstrap(_matrix(seed, n=80), form="ICC(C,1)", n_resamples=500, seed=seed)
+        assert res.percentile_ci[0] < res.estimate < res.percentile_ci[1]
+        assert res.bca_ci[0] < res.estimate < res.bca_ci[1]
+        assert res.n_valid == 500
+
+
+def test_difference_uses_the_same_resamples() -> None:
+    x = _matrix(6)
+    a, b = IccStatistic(x, "ICC(A,1)"), IccStatistic(x, "ICC(C,1)")
+    diff = bootstrap_difference(a, b, n_resamples=300, seed=8)
+    da = bootstrap_distribution(a, n_resamples=300, seed=8)
+    db = bootstrap_distribution(b, n_resamples=300, seed=8)
+    np.testing.assert_allclose(diff.distribution, da - db, rtol=1e-12, atol=1e-15)
+    assert diff.estimate == pytest.approx(a.estimate() - b.estimate(), rel=1e-12)
+    # A statistic minus itself is exactly 0 on every resample.
+    same = bootstrap_ci(DifferenceStatistic(a, a), n_resamples=50, seed=1)
+    assert np.all(same.distribution == 0.0) and same.percentile_ci == (0.0, 0.0)
+
+
+def test_difference_requires_one_item_universe() -> None:
+    with pytest.raises(ValueError, match="share one item universe"):
+        DifferenceStatistic(IccStatistic(_matrix(0, n=10)), IccStatistic(_matrix(0, n=11)))
+
+
+def test_argument_errors() -> None:
+    stat = IccStatistic(_matrix())
+    with pytest.raises(ValueError, match="method"):
+        bootstrap_ci(stat, method="basic")
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_ci(stat, confidence=95)
+    with pytest.raises(ValueError, match="n_resamples"):
+        bootstrap_ci(stat, n_resamples=0)
