@@ -1,14 +1,79 @@
-"""REST API for rating studies: input parsing and access checks, then one selector or service."""
+"""REST API for rating studies: input parsing and access checks, then one selector or service.
+
+Access follows the pages: 404 for a study (or assignment) the user may not know exists,
+403 for a role that may not do this. Validation errors answer 400 with the field and reason.
+"""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
-from rest_framework.generics import ListAPIView, RetrieveAPIView
+import json
 
-from annotation import selectors
-from annotation.access import Role, get_study_for_user
-from annotation.models import RatingStudy
-from annotation.serializers import QueueAssignmentSerializer, StudySerializer
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.generics import ListAPIView, RetrieveAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import dashboard, selectors, services
+from annotation.access import STUDY_READERS, Role, get_study_for_user
+from annotation.models import Assignment, Item, RatingStudy
+from annotation.serializers import (
+    AnswersSerializer,
+    CriterionSerializer,
+    FlagSerializer,
+    ItemSerializer,
+    LockSerializer,
+    MemberSerializer,
+    QueueAssignmentSerializer,
+    RaterItemSerializer,
+    StudySerializer,
+)
+
+
+def _raise_as_api_error(exc: DjangoValidationError) -> None:
+    detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+    raise ValidationError(detail) from exc
+
+
+def _own_assignment(request: Request, assignment_id: int) -> Assignment:
+    """The requesting clinician's own assignment, else 404 (it is none of their business)."""
+    assignment = (
+        Assignment.objects.filter(pk=assignment_id, clinician=request.user)
+        .exclude(status=Assignment.Status.WITHDRAWN)
+        .select_related("study", "item", "item__taxonomy_node")
+        .first()
+    )
+    if assignment is None:
+        raise Http404("No such assignment in your queue.")
+    get_study_for_user(
+        user=request.user, study_id=assignment.study_id, allowed_roles=[Role.CLINICIAN]
+    )
+    return assignment
+
+
+def _answers(data) -> tuple[dict[str, services.CriterionAnswer], float]:
+    # A page closing sends its last draft as a form field "payload" (keepalive beacon).
+    if hasattr(data, "get") and isinstance(data.get("payload"), str):
+        try:
+            data = json.loads(data["payload"])
+        except json.JSONDecodeError as exc:
+            raise ValidationError({"payload": f"not valid JSON: {exc}"}) from exc
+    serializer = AnswersSerializer(data=data)
+    serializer.is_valid(raise_exception=True)
+    answers = {
+        key: services.CriterionAnswer(
+            value=a.get("value"),
+            cannot_assess=a.get("cannot_assess", False),
+            comment=a.get("comment", ""),
+        )
+        for key, a in serializer.validated_data["answers"].items()
+    }
+    return answers, serializer.validated_data["time_spent_seconds"]
 
 
 class MyStudiesApi(ListAPIView):
@@ -37,6 +102,31 @@ class StudyDetailApi(RetrieveAPIView):
         return study
 
 
+class CriteriaApi(ListAPIView):
+    serializer_class = CriterionSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        study, _ = get_study_for_user(
+            user=self.request.user, study_id=self.kwargs["study_id"], allowed_roles=Role.values
+        )
+        return study.criteria.all()
+
+
+class ItemsApi(ListAPIView):
+    """The study's items with model names: coordinators only (raters are blinded)."""
+
+    serializer_class = ItemSerializer
+
+    def get_queryset(self):
+        study, _ = get_study_for_user(
+            user=self.request.user,
+            study_id=self.kwargs["study_id"],
+            allowed_roles=[Role.COORDINATOR],
+        )
+        return Item.objects.filter(study=study).select_related("taxonomy_node").order_by("pk")
+
+
 @extend_schema(summary="My queue: the requesting clinician's assignments in their own order")
 class MyQueueApi(ListAPIView):
     serializer_class = QueueAssignmentSerializer
@@ -47,3 +137,141 @@ class MyQueueApi(ListAPIView):
             user=self.request.user, study_id=self.kwargs["study_id"], allowed_roles=[Role.CLINICIAN]
         )
         return selectors.clinician_queue(study=study, user=self.request.user)
+
+
+class AssignmentApi(APIView):
+    @extend_schema(
+        responses=RaterItemSerializer, summary="One of my assignments, as a rater sees it"
+    )
+    def get(self, request: Request, assignment_id: int) -> Response:
+        assignment = _own_assignment(request, assignment_id)
+        return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
+
+
+class DraftApi(APIView):
+    """Autosave. PUT (or POST, for a closing page) the answers entered so far."""
+
+    @extend_schema(request=AnswersSerializer, responses=RaterItemSerializer)
+    def put(self, request: Request, assignment_id: int) -> Response:
+        assignment = _own_assignment(request, assignment_id)
+        answers, seconds = _answers(request.data)
+        try:
+            assignment = services.save_draft(
+                assignment_id=assignment.pk,
+                clinician=request.user,
+                answers=answers,
+                time_spent_seconds=seconds,
+            )
+        except DjangoValidationError as exc:
+            _raise_as_api_error(exc)
+        return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
+
+    post = put
+
+
+class SubmitApi(APIView):
+    """Submit or revise every criterion of an assignment. Idempotent."""
+
+    @extend_schema(request=AnswersSerializer, responses=RaterItemSerializer)
+    def post(self, request: Request, assignment_id: int) -> Response:
+        assignment = _own_assignment(request, assignment_id)
+        answers, seconds = _answers(request.data)
+        try:
+            assignment = services.submit_assignment(
+                assignment_id=assignment.pk,
+                clinician=request.user,
+                answers=answers,
+                time_spent_seconds=seconds,
+            )
+        except DjangoValidationError as exc:
+            _raise_as_api_error(exc)
+        return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
+
+
+class FlagApi(APIView):
+    @extend_schema(request=FlagSerializer, responses=RaterItemSerializer)
+    def post(self, request: Request, assignment_id: int) -> Response:
+        assignment = _own_assignment(request, assignment_id)
+        serializer = FlagSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            assignment = services.flag_assignment(
+                assignment_id=assignment.pk, clinician=request.user, **serializer.validated_data
+            )
+        except DjangoValidationError as exc:
+            _raise_as_api_error(exc)
+        return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
+
+
+class LockApi(APIView):
+    @extend_schema(request=LockSerializer, responses=StudySerializer)
+    def post(self, request: Request, study_id: int) -> Response:
+        study, _ = get_study_for_user(
+            user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+        )
+        serializer = LockSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        study = services.set_study_lock(
+            study=study, locked=serializer.validated_data["locked"], actor=request.user
+        )
+        return Response(StudySerializer(study).data)
+
+
+class MembersApi(APIView):
+    """Add (POST) or remove (DELETE) a member; clinician changes rebalance unstarted work."""
+
+    @extend_schema(request=MemberSerializer, responses={201: None})
+    def post(self, request: Request, study_id: int) -> Response:
+        study, user, role = self._parse(request, study_id)
+        try:
+            membership = services.add_member(study=study, user=user, role=role, actor=request.user)
+        except DjangoValidationError as exc:
+            _raise_as_api_error(exc)
+        return Response(
+            {"username": user.get_username(), "role": role, "pseudonym": membership.pseudonym},
+            status=status.HTTP_201_CREATED,
+        )
+
+    @extend_schema(request=MemberSerializer, responses={204: None})
+    def delete(self, request: Request, study_id: int) -> Response:
+        study, user, role = self._parse(request, study_id)
+        try:
+            services.remove_member(study=study, user=user, role=role, actor=request.user)
+        except DjangoValidationError as exc:
+            _raise_as_api_error(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _parse(self, request: Request, study_id: int):
+        study, _ = get_study_for_user(
+            user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+        )
+        serializer = MemberSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        username = serializer.validated_data["username"]
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise ValidationError({"username": f"no user {username!r}"})
+        return study, user, serializer.validated_data["role"]
+
+
+class RatingsExportApi(APIView):
+    """Submitted ratings in long format (JSON); pseudonyms only. CSV: the page's export link."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "values", str, enum=["latest", "first"], description="latest (default) or first"
+            )
+        ]
+    )
+    def get(self, request: Request, study_id: int) -> Response:
+        study, _ = get_study_for_user(
+            user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+        )
+        values = request.query_params.get("values", "latest")
+        if values not in ("latest", "first"):
+            raise ValidationError({"values": "must be 'latest' or 'first'"})
+        rows = list(dashboard.rating_export_rows(study=study, values=values))
+        return Response(
+            {"study": study.pk, "values": values, "columns": dashboard.EXPORT_COLUMNS, "rows": rows}
+        )

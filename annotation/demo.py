@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import transaction
 
 from annotation import services
@@ -71,6 +72,12 @@ def _ensure_users() -> list[DemoLogin]:
             stored[username] = secrets.token_urlsafe(9)
             user.set_password(stored[username])
             user.save(update_fields=["password"])
+        if role == "coordinator":
+            user.user_permissions.add(
+                Permission.objects.get(
+                    codename="add_ratingstudy", content_type__app_label="annotation"
+                )
+            )
         logins.append(DemoLogin(username=username, role=role, password=stored[username]))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

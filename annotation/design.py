@@ -35,8 +35,11 @@ class Design:
     pair_counts: dict[tuple[Hashable, Hashable], int] = field(default_factory=dict)
 
 
-def _capacities(fixed_load: np.ndarray, needed: int, order: np.ndarray) -> np.ndarray:
-    """New items per rater so that totals (fixed + new) are as equal as possible."""
+def _capacities(
+    fixed_load: np.ndarray, needed: int, order: np.ndarray, eligible: np.ndarray
+) -> np.ndarray:
+    """New items per rater so that totals (fixed + new) are as equal as possible, with no
+    rater given more than the items they may rate (`eligible`)."""
     c = len(fixed_load)
     total = int(fixed_load.sum()) + needed
     base, extra = divmod(total, c)
@@ -45,10 +48,14 @@ def _capacities(fixed_load: np.ndarray, needed: int, order: np.ndarray) -> np.nd
     # spread smallest when fixed work is uneven. `order` breaks ties at random.
     rank = np.lexsort((order, -fixed_load))
     target[rank[:extra]] += 1
-    capacity = np.maximum(target - fixed_load, 0)
-    # Raters already over target free slots that the others must take, and vice versa.
+    capacity = np.minimum(np.maximum(target - fixed_load, 0), eligible)
+    # Slots a rater cannot take (over target already, or excluded) go to the least loaded
+    # raters who can still take one: water-filling.
     while capacity.sum() < needed:
-        totals = fixed_load + capacity
+        open_ = capacity < eligible
+        if not open_.any():
+            raise DesignError("the exclusions leave fewer rater slots than the items need")
+        totals = np.where(open_, fixed_load + capacity, np.iinfo(np.int64).max)
         capacity[np.lexsort((order, totals))[0]] += 1
     while capacity.sum() > needed:
         totals = np.where(capacity > 0, fixed_load + capacity, -1)
@@ -70,7 +77,8 @@ def balanced_design(
 
     `excluded[item]` names raters who must not get that item. `fixed[item]` names raters who
     already hold it (started or submitted work that must not move); they count towards k,
-    towards workloads and towards pair counts, and only the missing raters are chosen.
+    and those in `raters` towards workloads and pair counts; only the missing raters are
+    chosen. An item that already has k or more fixed raters gets no new one.
     """
     excluded = excluded or {}
     fixed = fixed or {}
@@ -94,10 +102,13 @@ def balanced_design(
     allowed = np.ones((len(items), c), dtype=bool)
     fixed_load = np.zeros(c, dtype=np.int64)
     pairs = np.zeros((c, c), dtype=np.int64)
+    missing_per_item = np.zeros(len(items), dtype=np.int64)
     for row, item in enumerate(items):
-        held = [index[r] for r in fixed.get(item, set()) if r in index]
-        if len(held) > k:
-            raise DesignError(f"item {item!r} already has {len(held)} raters, more than k={k}")
+        # Fixed raters outside the pool (e.g. a clinician who left after submitting) still
+        # count towards k; only those in the pool count towards workloads and pairs.
+        holders = fixed.get(item, set())
+        held = [index[r] for r in holders if r in index]
+        missing_per_item[row] = max(k - len(holders), 0)
         held_arr = np.array(sorted(held), dtype=np.int64)
         fixed_sets.append(held_arr)
         fixed_load[held_arr] += 1
@@ -106,23 +117,23 @@ def balanced_design(
         for r in excluded.get(item, set()):
             if r in index:
                 allowed[row, index[r]] = False
-        missing = k - len(held)
+        missing = int(missing_per_item[row])
         if allowed[row].sum() < missing:
             raise DesignError(
                 f"item {item!r} needs {missing} more raters but only {int(allowed[row].sum())} "
                 "are neither excluded nor already on it"
             )
     np.fill_diagonal(pairs, 0)
-    missing_per_item = np.array([k - len(h) for h in fixed_sets], dtype=np.int64)
     needed = int(missing_per_item.sum())
-    capacity = _capacities(fixed_load, needed, order)
+    needs_raters = missing_per_item > 0
+    eligible_left = (allowed & needs_raters[:, None]).sum(axis=0)
+    capacity = _capacities(fixed_load, needed, order, eligible_left)
 
     # Most constrained items first, random order among equals.
     eligibility = allowed.sum(axis=1)
     item_order = np.lexsort((rng.random(len(items)), eligibility))
     chosen: list[list[int]] = [[] for _ in items]
     remaining_slots_per_rater = capacity.copy()
-    items_left = int((missing_per_item > 0).sum())
     for row in item_order:
         missing = int(missing_per_item[row])
         if missing == 0:
@@ -137,8 +148,9 @@ def balanced_design(
                     f"item {item_order_name(items, row)} could not get k={k} raters: "
                     "the exclusions leave no rater with free capacity"
                 )
-            # A rater with as many free slots as items left must be on every remaining item.
-            forced = candidates & (remaining_slots_per_rater >= items_left)
+            # A rater with as many free slots as items left that they may rate must be on
+            # every one of them.
+            forced = candidates & (remaining_slots_per_rater >= eligible_left)
             if forced.any():
                 pool = np.flatnonzero(forced)
             else:
@@ -154,7 +166,7 @@ def balanced_design(
             new.append(r)
             remaining_slots_per_rater[r] -= 1
         chosen[row] = new
-        items_left -= 1
+        eligible_left -= allowed[row]
 
     _improve_pair_balance(chosen, fixed_sets, allowed, pairs, rng, swap_rounds)
 

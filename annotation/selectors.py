@@ -128,3 +128,121 @@ def study_progress(*, study: RatingStudy) -> StudyProgress:
         in_progress=agg["in_progress"],
         clinicians=study.memberships.filter(role=Role.CLINICIAN, is_active=True).count(),
     )
+
+
+# --- the rater's view of one assignment -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RaterItem:
+    """Everything a clinician may see about one assignment, and nothing more: no model name,
+    no other clinician's rating, no machine score."""
+
+    assignment_id: int
+    position: int
+    status: str
+    flagged: bool
+    flag_reason: str
+    input_text: str
+    reference_text: str | None
+    output_text: str
+    area: str
+    time_spent_seconds: float
+    updated_at_ms: int
+    answers: dict[str, dict[str, object]]
+
+
+def rater_item(*, assignment: Assignment) -> RaterItem:
+    study = assignment.study
+    item = assignment.item
+    answers = {
+        key: {"value": value, "cannot_assess": cannot_assess, "comment": comment}
+        for key, value, cannot_assess, comment in assignment.ratings.values_list(
+            "criterion__key", "value", "cannot_assess", "comment"
+        )
+    }
+    return RaterItem(
+        assignment_id=assignment.pk,
+        position=assignment.position,
+        status=assignment.status,
+        flagged=assignment.flagged,
+        flag_reason=assignment.flag_reason,
+        input_text=item.input_text,
+        reference_text=item.reference_text if study.show_reference else None,
+        output_text=item.output_text,
+        area=item.taxonomy_node.name if item.taxonomy_node_id else "",
+        time_spent_seconds=assignment.time_spent_seconds,
+        updated_at_ms=int(assignment.updated_at.timestamp() * 1000),
+        answers=answers,
+    )
+
+
+def own_assignment(
+    *, study: RatingStudy, user: AbstractBaseUser, assignment_id: int
+) -> Assignment | None:
+    return (
+        Assignment.objects.filter(pk=assignment_id, study=study, clinician=user)
+        .exclude(status=Assignment.Status.WITHDRAWN)
+        .select_related("item", "item__taxonomy_node", "study")
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class QueuePosition:
+    index: int  # 1-based place in the clinician's own order
+    total: int
+    submitted: int
+    previous_id: int | None
+    next_id: int | None
+    next_unfinished_id: int | None
+
+
+def queue_position(*, assignment: Assignment) -> QueuePosition:
+    """Where an assignment sits in its clinician's queue (a fixed number of queries)."""
+    mine = Assignment.objects.filter(
+        study_id=assignment.study_id, clinician_id=assignment.clinician_id
+    ).exclude(status=Assignment.Status.WITHDRAWN)
+    counts = mine.aggregate(
+        total=Count("id"),
+        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        before=Count("id", filter=Q(position__lt=assignment.position)),
+    )
+    previous_id = (
+        mine.filter(position__lt=assignment.position)
+        .order_by("-position")
+        .values_list("id", flat=True)
+        .first()
+    )
+    next_id = (
+        mine.filter(position__gt=assignment.position)
+        .order_by("position")
+        .values_list("id", flat=True)
+        .first()
+    )
+    unfinished = mine.exclude(status=Assignment.Status.SUBMITTED).exclude(pk=assignment.pk)
+    next_unfinished_id = (
+        unfinished.filter(position__gt=assignment.position)
+        .order_by("position")
+        .values_list("id", flat=True)
+        .first()
+        or unfinished.order_by("position").values_list("id", flat=True).first()
+    )
+    return QueuePosition(
+        index=counts["before"] + 1,
+        total=counts["total"],
+        submitted=counts["submitted"],
+        previous_id=previous_id,
+        next_id=next_id,
+        next_unfinished_id=next_unfinished_id,
+    )
+
+
+def resume_point(*, study: RatingStudy, user: AbstractBaseUser) -> int | None:
+    """The assignment a clinician left off at: a started draft first, else the next unstarted."""
+    mine = Assignment.objects.filter(study=study, clinician=user)
+    for status in (Assignment.Status.IN_PROGRESS, Assignment.Status.PENDING):
+        found = mine.filter(status=status).order_by("position").values_list("id", flat=True).first()
+        if found is not None:
+            return found
+    return None

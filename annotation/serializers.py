@@ -51,3 +51,60 @@ class QueueAssignmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Assignment
         fields = ["id", "position", "status", "flagged", "submitted_at", "item"]
+
+
+class AnswerSerializer(serializers.Serializer):
+    value = serializers.JSONField(required=False, allow_null=True)
+    cannot_assess = serializers.BooleanField(required=False, default=False)
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+
+
+class AnswersSerializer(serializers.Serializer):
+    """{"answers": {criterion_key: {value, cannot_assess, comment}}, "time_spent_seconds": 12.5}"""
+
+    answers = serializers.DictField(child=AnswerSerializer())
+    time_spent_seconds = serializers.FloatField(required=False, default=0.0, min_value=0)
+
+
+class FlagSerializer(serializers.Serializer):
+    flagged = serializers.BooleanField()
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=5_000)
+
+
+class RaterItemSerializer(serializers.Serializer):
+    """The rater's view of an assignment: no model name, no one else's ratings."""
+
+    assignment_id = serializers.IntegerField()
+    position = serializers.IntegerField()
+    status = serializers.CharField()
+    flagged = serializers.BooleanField()
+    flag_reason = serializers.CharField()
+    input_text = serializers.CharField()
+    reference_text = serializers.CharField(allow_null=True)
+    output_text = serializers.CharField()
+    area = serializers.CharField()
+    time_spent_seconds = serializers.FloatField()
+    answers = serializers.DictField()
+
+
+class ItemSerializer(serializers.Serializer):
+    """Coordinator's view of an item, model name included."""
+
+    id = serializers.IntegerField(read_only=True)
+    external_id = serializers.CharField()
+    model_name = serializers.CharField()
+    benchmark = serializers.CharField()
+    taxonomy_node = serializers.CharField(source="taxonomy_node.name", default=None)
+    input_text = serializers.CharField()
+    reference_text = serializers.CharField()
+    output_text = serializers.CharField()
+    metadata = serializers.JSONField()
+
+
+class LockSerializer(serializers.Serializer):
+    locked = serializers.BooleanField()
+
+
+class MemberSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=["coordinator", "clinician", "researcher"])

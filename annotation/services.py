@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotation import audit
@@ -176,7 +176,10 @@ def add_member(
         if not existing.is_active:
             existing.is_active = True
             existing.save(update_fields=["is_active"])
+            if role == StudyMembership.Role.CLINICIAN:
+                _restore_withdrawn_drafts(study=study, user=user)
             audit.record(actor=actor, action="membership.reactivate", target=existing, study=study)
+            _rebalance_if_assigned(study=study, role=role, actor=actor)
         return existing
     prefix = PSEUDONYM_PREFIX[role]
     taken = StudyMembership.objects.filter(study=study, role=role).count()
@@ -190,7 +193,30 @@ def add_member(
         study=study,
         after={"user_id": user.pk, "role": role, "pseudonym": membership.pseudonym},
     )
+    _rebalance_if_assigned(study=study, role=role, actor=actor)
     return membership
+
+
+def _restore_withdrawn_drafts(*, study: RatingStudy, user: AbstractBaseUser) -> None:
+    """A returning clinician gets back the drafts they left, where the item still lacks raters."""
+    k = study.ratings_per_item
+    active = Count("assignments", filter=~Q(assignments__status=Assignment.Status.WITHDRAWN))
+    short = Item.objects.filter(study=study).annotate(n=active).filter(n__lt=k).values("pk")
+    Assignment.objects.filter(
+        study=study, clinician=user, status=Assignment.Status.WITHDRAWN, item__in=short
+    ).update(status=Assignment.Status.IN_PROGRESS)
+
+
+def _rebalance_if_assigned(
+    *, study: RatingStudy, role: str, actor: AbstractBaseUser | None
+) -> None:
+    """A clinician joining or leaving a study already under way gets a share of unstarted work."""
+    if (
+        role == StudyMembership.Role.CLINICIAN
+        and study.assignments.exists()
+        and not study.is_locked
+    ):
+        assign_items(study=study, actor=actor)
 
 
 # --- items ---------------------------------------------------------------------------------
@@ -331,17 +357,25 @@ def assign_items(
     fixed: dict[int, set[int]] = {}
     for item_id, user_id in kept.values_list("item_id", "clinician_id"):
         fixed.setdefault(item_id, set()).add(user_id)
-    # Unstarted work is dealt again; withdrawn rows are history we no longer need.
+    # Unstarted work is dealt again. A withdrawn assignment holding a draft stays as history
+    # (its clinician left); one without any rating is of no further use.
+    Assignment.objects.filter(study=study, status=Assignment.Status.PENDING).delete()
     Assignment.objects.filter(
-        study=study, status__in=[Assignment.Status.PENDING, Assignment.Status.WITHDRAWN]
+        study=study, status=Assignment.Status.WITHDRAWN, ratings__isnull=True
     ).delete()
+    excluded = _excluded_users(study, items, lookup)
+    # A withdrawn draft still occupies its (item, clinician) pair: never deal it twice.
+    for item_id, user_id in Assignment.objects.filter(
+        study=study, status=Assignment.Status.WITHDRAWN
+    ).values_list("item_id", "clinician_id"):
+        excluded.setdefault(item_id, set()).add(user_id)
     design = balanced_design(
         items=[i.pk for i in items],
         raters=clinician_ids,
         k=study.ratings_per_item,
         seed=seed,
-        excluded=_excluded_users(study, items, lookup),
-        fixed={i: {u for u in us if u in set(clinician_ids)} for i, us in fixed.items()},
+        excluded=excluded,
+        fixed=fixed,
     )
     fixed_positions = dict(
         kept.values("clinician_id").annotate(top=Max("position")).values_list("clinician_id", "top")
@@ -565,3 +599,188 @@ def submit_assignment(
     _add_time(assignment, time_spent_seconds)
     assignment.save()
     return assignment
+
+
+# --- coordinator actions -------------------------------------------------------------------
+
+
+@transaction.atomic
+def flag_assignment(
+    *, assignment_id: int, clinician: AbstractBaseUser, flagged: bool, reason: str = ""
+) -> Assignment:
+    """A clinician flags (or unflags) an item for the coordinator, with a reason."""
+    assignment = _lock_assignment(assignment_id, clinician)
+    if flagged and not reason.strip():
+        raise ValidationError({"reason": "say why you flag this item"})
+    before = {"flagged": assignment.flagged, "reason": assignment.flag_reason}
+    assignment.flagged = flagged
+    assignment.flag_reason = reason.strip() if flagged else ""
+    after = {"flagged": assignment.flagged, "reason": assignment.flag_reason}
+    if before != after:
+        assignment.save(update_fields=["flagged", "flag_reason", "updated_at"])
+        audit.record(
+            actor=clinician,
+            action="assignment.flag" if flagged else "assignment.unflag",
+            target=assignment,
+            study=assignment.study,
+            before=before,
+            after=after,
+        )
+    return assignment
+
+
+@transaction.atomic
+def set_study_lock(*, study: RatingStudy, locked: bool, actor: AbstractBaseUser) -> RatingStudy:
+    """Lock a study (ratings freeze) or unlock it again."""
+    study = RatingStudy.objects.select_for_update().get(pk=study.pk)
+    if study.is_locked == locked:
+        return study
+    before = {"locked_at": study.locked_at.isoformat() if study.locked_at else None}
+    study.locked_at = timezone.now() if locked else None
+    study.save(update_fields=["locked_at"])
+    audit.record(
+        actor=actor,
+        action="study.lock" if locked else "study.unlock",
+        target=study,
+        study=study,
+        before=before,
+        after={"locked_at": study.locked_at.isoformat() if study.locked_at else None},
+    )
+    return study
+
+
+STUDY_SETTINGS = (
+    "name",
+    "instructions",
+    "ratings_per_item",
+    "show_reference",
+    "comment_required_at_or_below",
+    "exclusion_metadata_key",
+    "taxonomy_version_id",
+)
+
+
+@transaction.atomic
+def update_study(
+    *,
+    study: RatingStudy,
+    actor: AbstractBaseUser,
+    changes: Mapping[str, Any],
+    criteria: Sequence[Mapping[str, Any]] | None = None,
+) -> RatingStudy:
+    """Change a study's settings and, optionally, its rubric.
+
+    Once any rating exists, criteria can be relabelled and re-anchored but keys and scales
+    are frozen: changing them would change the meaning of ratings already given.
+    """
+    study = RatingStudy.objects.select_for_update().get(pk=study.pk)
+    unknown = set(changes) - set(STUDY_SETTINGS)
+    if unknown:
+        raise ValidationError({"settings": f"unknown settings {sorted(unknown)}"})
+    if "name" in changes and not str(changes["name"]).strip():
+        raise ValidationError({"name": "a study needs a name"})
+    if "ratings_per_item" in changes and int(changes["ratings_per_item"]) < 1:
+        raise ValidationError({"ratings_per_item": "must be at least 1"})
+    before = {f: getattr(study, f) for f in changes}
+    for field_name, value in changes.items():
+        setattr(study, field_name, value)
+    study.save()
+    after = {f: getattr(study, f) for f in changes}
+    if before != after:
+        audit.record(
+            actor=actor,
+            action="study.update",
+            target=study,
+            study=study,
+            before=before,
+            after=after,
+        )
+    if criteria is not None:
+        _replace_criteria(study=study, criteria=criteria, actor=actor)
+    return study
+
+
+def _criterion_state(c: RubricCriterion) -> dict[str, Any]:
+    return {f: getattr(c, f) for f in CRITERION_FIELDS}
+
+
+def _replace_criteria(
+    *, study: RatingStudy, criteria: Sequence[Mapping[str, Any]], actor: AbstractBaseUser
+) -> None:
+    cleaned = validate_criteria(criteria)
+    current = {c.key: c for c in study.criteria.all()}
+    rated = study.assignments.filter(ratings__isnull=False).exists()
+    if rated:
+        new_keys = [c["key"] for c in cleaned]
+        if sorted(new_keys) != sorted(current):
+            raise ValidationError(
+                {
+                    "criteria": "ratings exist already: criteria can be relabelled but not added, removed or renamed"
+                }
+            )
+        for c in cleaned:
+            old = current[c["key"]]
+            if (old.scale_min, old.scale_max) != (c["scale_min"], c["scale_max"]):
+                raise ValidationError(
+                    {f"criteria.{c['key']}": "ratings exist already: the scale cannot change"}
+                )
+    before = [_criterion_state(c) for c in current.values()]
+    for pos, c in enumerate(cleaned):
+        existing = current.pop(c["key"], None)
+        if existing is None:
+            RubricCriterion.objects.create(study=study, position=pos, **c)
+        else:
+            for f, v in c.items():
+                setattr(existing, f, v)
+            existing.position = pos
+            existing.save()
+    for leftover in current.values():  # only reachable while nothing is rated
+        leftover.delete()
+    if before != cleaned:
+        audit.record(
+            actor=actor,
+            action="study.rubric",
+            target=study,
+            study=study,
+            before={"criteria": before},
+            after={"criteria": cleaned},
+        )
+
+
+@transaction.atomic
+def remove_member(
+    *, study: RatingStudy, user: AbstractBaseUser, role: str, actor: AbstractBaseUser
+) -> None:
+    """Deactivate a member. A clinician's unstarted work is dealt to the others; what they
+    started or submitted stays theirs (and counts)."""
+    membership = (
+        StudyMembership.objects.select_for_update()
+        .filter(study=study, user=user, role=role)
+        .first()
+    )
+    if membership is None or not membership.is_active:
+        raise ValidationError({"member": "this user does not hold that role in the study"})
+    if (
+        role == StudyMembership.Role.COORDINATOR
+        and not StudyMembership.objects.filter(study=study, role=role, is_active=True)
+        .exclude(pk=membership.pk)
+        .exists()
+    ):
+        raise ValidationError({"member": "a study needs at least one coordinator"})
+    membership.is_active = False
+    membership.save(update_fields=["is_active"])
+    audit.record(
+        actor=actor,
+        action="membership.remove",
+        target=membership,
+        study=study,
+        before={"user_id": user.pk, "role": role, "pseudonym": membership.pseudonym},
+    )
+    if role == StudyMembership.Role.CLINICIAN:
+        # Their submitted ratings stay and count; a draft they will never finish does not.
+        Assignment.objects.filter(
+            study=study,
+            clinician=user,
+            status__in=[Assignment.Status.PENDING, Assignment.Status.IN_PROGRESS],
+        ).update(status=Assignment.Status.WITHDRAWN)
+        _rebalance_if_assigned(study=study, role=role, actor=actor)

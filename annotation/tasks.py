@@ -5,11 +5,40 @@ from __future__ import annotations
 import socket
 
 from celery import shared_task
+from django.db import DatabaseError, InterfaceError, OperationalError
 
-from annotation.models import RatingStudy
+from annotation.imports import run_import_job
+from annotation.models import ImportJob, RatingStudy
 
 
 @shared_task(name="annotation.worker_health")
 def worker_health() -> dict[str, object]:
     """Prove that a worker runs and reaches the database (used by health checks and tests)."""
     return {"host": socket.gethostname(), "studies": RatingStudy.objects.count()}
+
+
+@shared_task(
+    name="annotation.run_import", bind=True, acks_late=True, max_retries=3, ignore_result=True
+)
+def run_import(self, job_id: int) -> dict[str, object]:
+    """Run one import job (annotation.imports.run_import_job).
+
+    Safe to deliver twice: a finished job is left as it is, and a job a dead worker left
+    "running" starts again (nothing of it was saved). The job row holds the outcome, so no
+    result is stored. A database error is retried only while the job is still unfinished,
+    i.e. when its failure could not even be recorded; a recorded failure stays failed.
+    """
+    try:
+        job = run_import_job(job_id=job_id)
+    except ImportJob.DoesNotExist:
+        # The study (and its jobs) was deleted before the worker got here.
+        return {"job": job_id, "status": "missing"}
+    except (OperationalError, InterfaceError) as exc:
+        try:
+            status = ImportJob.objects.filter(pk=job_id).values_list("status", flat=True).first()
+        except DatabaseError:
+            status = None
+        if status in (None, ImportJob.Status.QUEUED, ImportJob.Status.RUNNING):
+            raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+        raise
+    return {"job": job.pk, "status": job.status}

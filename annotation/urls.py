@@ -1,10 +1,19 @@
 from django.urls import path
 
-from annotation import views
+from annotation.views import coordinator, home, rating
 
 app_name = "annotation"
 
 urlpatterns = [
-    path("<int:study_id>/", views.study_overview, name="study"),
-    path("<int:study_id>/queue/", views.queue, name="queue"),
+    path("new/", coordinator.create_study, name="create"),
+    path("<int:study_id>/", coordinator.dashboard_page, name="study"),
+    path("<int:study_id>/settings/", coordinator.edit_study, name="settings"),
+    path("<int:study_id>/members/", coordinator.members, name="members"),
+    path("<int:study_id>/import/", coordinator.import_items, name="import"),
+    path("<int:study_id>/assign/", coordinator.assign, name="assign"),
+    path("<int:study_id>/lock/", coordinator.lock, name="lock"),
+    path("<int:study_id>/export/ratings.<str:fmt>", coordinator.export_ratings, name="export"),
+    path("<int:study_id>/queue/", home.queue, name="queue"),
+    path("<int:study_id>/rate/", rating.resume, name="resume"),
+    path("<int:study_id>/rate/<int:assignment_id>/", rating.rate, name="rate"),
 ]

@@ -23,4 +23,5 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not memory: Celery worker processes started by the tests must see the same data.
-    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-db.sqlite3")}  # noqa: F405
+    # One file per test session, so that two test runs at once never share a database.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / f"test-db-{os.getpid()}.sqlite3")}  # noqa: F405

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from annotation import views as annotation_views
+from annotation.views import home as annotation_home
 
 _form = "registration/simple_form.html"
 _message = "registration/message.html"
@@ -62,7 +62,7 @@ account_urls = [
 ]
 
 urlpatterns = [
-    path("", annotation_views.home, name="home"),
+    path("", annotation_home.home, name="home"),
     path("accounts/", include(account_urls)),
     path("studies/", include("annotation.urls")),
     path("api/", include("annotation.api_urls")),

@@ -1,7 +1,7 @@
 """Every page and API endpoint that exists, against every role: allowed, 403 or 404.
 
-404 where a user may not know the study exists; 403 where they may see it but not do this;
-302 to the login page (pages) or 401 (API) for anonymous users.
+404 where a user may not know the study (or assignment) exists; 403 where they may see it but
+not do this; 302 to the login page (pages) or 401 (API) for anonymous users.
 """
 
 from __future__ import annotations
@@ -9,97 +9,66 @@ from __future__ import annotations
 import pytest
 from rest_framework.authtoken.models import Token
 
+from annotation.models import Assignment
 from tests.factories import TEST_PASSWORD, UserFactory
 
 ROLES = ["coordinator", "clinician", "researcher", "outsider", "staff", "anonymous"]
+COLUMNS = ("coordinator", "clinician", "researcher", "outsider", "staff", "anonymous")
 
-# (url pattern, {role: expected status}); {study} is the study's id, {missing} an id that does not exist.
-TABLE = [
-    (
-        "/",
-        dict(
-            coordinator=200, clinician=200, researcher=200, outsider=200, staff=200, anonymous=302
-        ),
-    ),
-    (
-        "/studies/{study}/",
-        dict(
-            coordinator=200, clinician=403, researcher=200, outsider=404, staff=404, anonymous=302
-        ),
-    ),
-    (
-        "/studies/{study}/queue/",
-        dict(
-            coordinator=403, clinician=200, researcher=403, outsider=404, staff=404, anonymous=302
-        ),
-    ),
-    (
-        "/studies/{missing}/",
-        dict(
-            coordinator=404, clinician=404, researcher=404, outsider=404, staff=404, anonymous=302
-        ),
-    ),
-    (
-        "/studies/{missing}/queue/",
-        dict(
-            coordinator=404, clinician=404, researcher=404, outsider=404, staff=404, anonymous=302
-        ),
-    ),
-    (
-        "/api/studies/",
-        dict(
-            coordinator=200, clinician=200, researcher=200, outsider=200, staff=200, anonymous=401
-        ),
-    ),
-    (
-        "/api/studies/{study}/",
-        dict(
-            coordinator=200, clinician=200, researcher=200, outsider=404, staff=404, anonymous=401
-        ),
-    ),
-    (
-        "/api/studies/{study}/queue/",
-        dict(
-            coordinator=403, clinician=200, researcher=403, outsider=404, staff=404, anonymous=401
-        ),
-    ),
-    (
-        "/api/studies/{missing}/",
-        dict(
-            coordinator=404, clinician=404, researcher=404, outsider=404, staff=404, anonymous=401
-        ),
-    ),
-    (
-        "/api/schema/",
-        dict(
-            coordinator=200, clinician=200, researcher=200, outsider=200, staff=200, anonymous=401
-        ),
-    ),
-    (
-        "/admin/",
-        dict(
-            coordinator=302, clinician=302, researcher=302, outsider=302, staff=200, anonymous=302
-        ),
-    ),
-    (
-        "/accounts/password/change/",
-        dict(
-            coordinator=200, clinician=200, researcher=200, outsider=200, staff=200, anonymous=302
-        ),
-    ),
-    (
-        "/accounts/login/",
-        dict(
-            coordinator=200, clinician=200, researcher=200, outsider=200, staff=200, anonymous=200
-        ),
-    ),
-    (
-        "/accounts/password/reset/",
-        dict(
-            coordinator=200, clinician=200, researcher=200, outsider=200, staff=200, anonymous=200
-        ),
-    ),
+# (url, expected status per role in COLUMNS order). {study}: the study; {missing}: no such
+# study; {assignment}: the clinician's own assignment; {other_assignment}: someone else's.
+# fmt: off
+READS = [
+    ("/",                                       (200, 200, 200, 200, 200, 302)),
+    ("/studies/{study}/",                       (200, 403, 200, 404, 404, 302)),
+    ("/studies/{study}/queue/",                 (403, 200, 403, 404, 404, 302)),
+    ("/studies/{missing}/",                     (404, 404, 404, 404, 404, 302)),
+    ("/studies/{missing}/queue/",               (404, 404, 404, 404, 404, 302)),
+    ("/studies/new/",                           (403, 403, 403, 403, 200, 302)),
+    ("/studies/{study}/settings/",              (200, 403, 403, 404, 404, 302)),
+    ("/studies/{study}/members/",               (200, 403, 403, 404, 404, 302)),
+    ("/studies/{study}/import/",                (200, 403, 403, 404, 404, 302)),
+    ("/studies/{study}/export/ratings.csv",     (200, 403, 200, 404, 404, 302)),
+    ("/studies/{study}/export/ratings.json",    (200, 403, 200, 404, 404, 302)),
+    ("/studies/{study}/rate/",                  (403, 302, 403, 404, 404, 302)),
+    ("/studies/{study}/rate/{assignment}/",     (403, 200, 403, 404, 404, 302)),
+    ("/studies/{study}/rate/{other_assignment}/", (403, 404, 403, 404, 404, 302)),
+    ("/api/studies/",                           (200, 200, 200, 200, 200, 401)),
+    ("/api/studies/{study}/",                   (200, 200, 200, 404, 404, 401)),
+    ("/api/studies/{missing}/",                 (404, 404, 404, 404, 404, 401)),
+    ("/api/studies/{study}/queue/",             (403, 200, 403, 404, 404, 401)),
+    ("/api/studies/{study}/criteria/",          (200, 200, 200, 404, 404, 401)),
+    ("/api/studies/{study}/items/",             (200, 403, 403, 404, 404, 401)),
+    ("/api/studies/{study}/ratings/",           (200, 403, 200, 404, 404, 401)),
+    ("/api/assignments/{assignment}/",          (404, 200, 404, 404, 404, 401)),
+    ("/api/assignments/{other_assignment}/",    (404, 404, 404, 404, 404, 401)),
+    ("/api/schema/",                            (200, 200, 200, 200, 200, 401)),
+    ("/admin/",                                 (302, 302, 302, 302, 200, 302)),
+    ("/accounts/password/change/",              (200, 200, 200, 200, 200, 302)),
+    ("/accounts/login/",                        (200, 200, 200, 200, 200, 200)),
+    ("/accounts/password/reset/",               (200, 200, 200, 200, 200, 200)),
 ]
+
+# (method, url, payload, expected per role). Each case runs on a fresh study.
+WRITES = [
+    ("post", "/studies/{study}/lock/", {"locked": "0"},                             (302, 403, 403, 404, 404, 302)),
+    ("post", "/studies/{study}/assign/", {},                                        (302, 403, 403, 404, 404, 302)),
+    ("post", "/studies/{study}/members/", {"action": "add", "username": "x", "role": "clinician"},
+                                                                                    (200, 403, 403, 404, 404, 302)),
+    ("post", "/studies/{study}/rate/{assignment}/", {"c-accuracy": "3", "c-completeness": "3", "c-clarity": "3"},
+                                                                                    (403, 302, 403, 404, 404, 302)),
+    ("post", "/api/studies/{study}/lock/", {"locked": False},                       (200, 403, 403, 404, 404, 401)),
+    ("post", "/api/studies/{study}/members/", {"username": "nobody", "role": "clinician"},
+                                                                                    (400, 403, 403, 404, 404, 401)),
+    ("put", "/api/assignments/{assignment}/draft/", {"answers": {"accuracy": {"value": 2}}},
+                                                                                    (404, 200, 404, 404, 404, 401)),
+    ("post", "/api/assignments/{assignment}/submit/",
+     {"answers": {"accuracy": {"value": 2}, "completeness": {"value": 2}, "clarity": {"value": 2}}},
+                                                                                    (404, 200, 404, 404, 404, 401)),
+    ("post", "/api/assignments/{assignment}/flag/", {"flagged": True, "reason": "r"},
+                                                                                    (404, 200, 404, 404, 404, 401)),
+]
+# fmt: on
 
 
 def _user_for(role: str, setup):
@@ -113,39 +82,61 @@ def _user_for(role: str, setup):
     }[role]
 
 
+def _path(url: str, setup) -> str:
+    mine = Assignment.objects.filter(clinician=setup.clinicians[0]).first()
+    other = (
+        Assignment.objects.exclude(clinician=setup.clinicians[0]).exclude(item=mine.item).first()
+    )
+    return url.format(
+        study=setup.study.pk,
+        missing=setup.study.pk + 999,
+        assignment=mine.pk,
+        other_assignment=other.pk,
+    )
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("url,expected", TABLE, ids=[row[0] for row in TABLE])
+@pytest.mark.parametrize("url,expected", READS, ids=[row[0] for row in READS])
 @pytest.mark.parametrize("role", ROLES)
 def test_role_gets_expected_status(client, study_with_members, url, expected, role):
     user = _user_for(role, study_with_members)
     if user is not None:
         assert client.login(username=user.username, password=TEST_PASSWORD)
-    path = url.format(study=study_with_members.study.pk, missing=study_with_members.study.pk + 999)
+    path = _path(url, study_with_members)
     response = client.get(path)
-    assert response.status_code == expected[role], f"{role} GET {path}"
-    if expected[role] == 302 and role == "anonymous" and not path.startswith("/admin/"):
+    want = expected[COLUMNS.index(role)]
+    assert response.status_code == want, f"{role} GET {path}"
+    if want == 302 and role == "anonymous" and not path.startswith("/admin/"):
         assert response["Location"].startswith("/accounts/login/")
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "method,url,payload,expected", WRITES, ids=[f"{w[0]} {w[1]}" for w in WRITES]
+)
+@pytest.mark.parametrize("role", ROLES)
+def test_role_may_write_or_not(client, study_with_members, method, url, payload, expected, role):
+    user = _user_for(role, study_with_members)
+    if user is not None:
+        client.force_login(user)
+    path = _path(url, study_with_members)
+    kwargs = {"content_type": "application/json"} if path.startswith("/api/") else {}
+    response = getattr(client, method)(path, payload, **kwargs)
+    want = expected[COLUMNS.index(role)]
+    assert response.status_code == want, (
+        f"{role} {method.upper()} {path}: {response.content[:300]!r}"
+    )
+
+
+@pytest.mark.django_db
 def test_token_authentication_reaches_the_same_rules(client, study_with_members):
-    token = Token.objects.create(user=study_with_members.clinicians[0])
-    headers = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
     study_id = study_with_members.study.pk
-    assert client.get(f"/api/studies/{study_id}/queue/", **headers).status_code == 200
+    url = f"/api/studies/{study_id}/queue/"
+    token = Token.objects.create(user=study_with_members.clinicians[0])
+    assert client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
     other = Token.objects.create(user=study_with_members.outsider)
-    assert (
-        client.get(
-            f"/api/studies/{study_id}/queue/", HTTP_AUTHORIZATION=f"Token {other.key}"
-        ).status_code
-        == 404
-    )
-    assert (
-        client.get(
-            f"/api/studies/{study_id}/queue/", HTTP_AUTHORIZATION="Token not-a-token"
-        ).status_code
-        == 401
-    )
+    assert client.get(url, HTTP_AUTHORIZATION=f"Token {other.key}").status_code == 404
+    assert client.get(url, HTTP_AUTHORIZATION="Token not-a-token").status_code == 401
 
 
 @pytest.mark.django_db

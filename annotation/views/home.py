@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from annotation import selectors
-from annotation.access import STUDY_READERS, Role, get_study_for_user
+from annotation.access import Role, get_study_for_user
 from delphi import selectors as delphi_selectors
 
 
@@ -42,16 +42,4 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
             "total": len(assignments),
             "percent_done": round(100 * done / len(assignments)) if assignments else 100,
         },
-    )
-
-
-@login_required
-def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
-    study, roles = get_study_for_user(
-        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
-    )
-    return render(
-        request,
-        "annotation/study_overview.html",
-        {"study": study, "roles": roles, "progress": selectors.study_progress(study=study)},
     )

@@ -1,0 +1,95 @@
+"""Forms for the coordinator's pages. They only shape input; the services validate rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from annotation.models import RatingStudy
+from delphi.models import TaxonomyVersion
+
+
+class StudyForm(forms.ModelForm):
+    taxonomy_version = forms.ModelChoiceField(
+        queryset=TaxonomyVersion.objects.filter(status=TaxonomyVersion.Status.RELEASED),
+        required=False,
+    )
+
+    class Meta:
+        model = RatingStudy
+        fields = [
+            "name",
+            "instructions",
+            "taxonomy_version",
+            "ratings_per_item",
+            "show_reference",
+            "comment_required_at_or_below",
+            "exclusion_metadata_key",
+        ]
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 4})}
+
+
+def anchors_to_text(anchors: dict[str, str]) -> str:
+    return "\n".join(
+        f"{point}={text}" for point, text in sorted(anchors.items(), key=lambda kv: int(kv[0]))
+    )
+
+
+class CriterionForm(forms.Form):
+    key = forms.SlugField(max_length=50)
+    label = forms.CharField(max_length=100)
+    definition = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    scale_min = forms.IntegerField(initial=1)
+    scale_max = forms.IntegerField(initial=5)
+    anchors = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        help_text='One per line: "1=Very poor".',
+    )
+    allow_cannot_assess = forms.BooleanField(required=False)
+
+    def clean_anchors(self) -> dict[str, str]:
+        anchors: dict[str, str] = {}
+        for n, line in enumerate(self.cleaned_data["anchors"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            point, sep, text = line.partition("=")
+            if not sep or not point.strip().lstrip("-").isdigit():
+                raise forms.ValidationError(f'line {n}: write "point=text", e.g. "1=Very poor"')
+            anchors[str(int(point))] = text.strip()
+        return anchors
+
+
+CriterionFormSet = forms.formset_factory(
+    CriterionForm, extra=1, can_delete=True, min_num=1, validate_min=True
+)
+
+
+def criteria_initial(criteria: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**c, "anchors": anchors_to_text(c.get("anchors", {}))} for c in criteria]
+
+
+IMPORT_FORMATS = [
+    ("jsonl", "JSON Lines"),
+    ("csv", "CSV"),
+    ("helm", "HELM run (scenario_state.json or .zip)"),
+]
+
+
+class ImportForm(forms.Form):
+    file_format = forms.ChoiceField(choices=IMPORT_FORMATS)
+    file = forms.FileField()
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(
+        max_length=150, help_text="Username or e-mail of an existing account."
+    )
+    role = forms.ChoiceField(
+        choices=[
+            ("clinician", "Clinician"),
+            ("coordinator", "Coordinator"),
+            ("researcher", "Researcher"),
+        ]
+    )

@@ -1,0 +1,116 @@
+"""manage.py import_items --study ID --format jsonl|csv|helm PATH [--as USERNAME]
+
+Runs the import synchronously through the same service as the upload page, prints progress
+and then the result, or every error as "where: reason" and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation import importers
+from annotation.imports import import_progress, start_import
+from annotation.models import ImportJob, RatingStudy
+
+
+class Command(BaseCommand):
+    help = (
+        "Import items into a rating study from a JSONL or CSV file or a HELM run directory "
+        "(or a zip of one). All-or-nothing; importing the same items again changes nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--study", type=int, required=True, help="Rating study id.")
+        parser.add_argument(
+            "--format", dest="file_format", choices=importers.FORMATS, required=True
+        )
+        parser.add_argument(
+            "--as",
+            dest="username",
+            help="Who imports (a coordinator of the study, or staff); default: the study's "
+            "creator.",
+        )
+        parser.add_argument(
+            "path", help="The file; for helm a run directory, its zip or scenario_state.json."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = RatingStudy.objects.filter(pk=options["study"]).first()
+        if study is None:
+            raise CommandError(f"no rating study with id {options['study']}")
+        if options["username"]:
+            actor = get_user_model().objects.filter(username=options["username"]).first()
+            if actor is None:
+                raise CommandError(f"no user {options['username']!r}")
+        else:
+            actor = study.created_by
+        path = Path(options["path"])
+        file_format = options["file_format"]
+        if not path.exists():
+            raise CommandError(f"{path} does not exist")
+        if file_format == "helm" and (path.is_dir() or path.name == "scenario_state.json"):
+            # Stored as one zip that keeps the run directory's name (the benchmark fallback).
+            folder = path if path.is_dir() else path.parent
+            content: Any = io.BytesIO(importers.pack_helm_run(path))
+            uploaded_name = f"{folder.name}.zip"
+        elif path.is_dir():
+            raise CommandError(f"{path} is a directory; --format {file_format} needs a file")
+        else:
+            content = path.open("rb")
+            uploaded_name = path.name
+        self._last_shown = -1
+        try:
+            job = start_import(
+                study=study,
+                uploaded_name=uploaded_name,
+                content=content,
+                file_format=file_format,
+                actor=actor,
+                background=False,
+                on_progress=self._show_progress,
+            )
+        except (ValidationError, PermissionDenied) as exc:
+            messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+            raise CommandError("; ".join(messages)) from exc
+        finally:
+            content.close()
+        self._report(job)
+
+    def _show_progress(self, job: ImportJob) -> None:
+        progress = import_progress(job)
+        if progress["processed"] == self._last_shown and not progress["finished"]:
+            return
+        self._last_shown = progress["processed"]
+        self.stdout.write(
+            f"{progress['phase']}: {progress['processed']}/{progress['total']} rows "
+            f"({progress['percent']}%)"
+        )
+
+    def _report(self, job: ImportJob) -> None:
+        for warning in job.errors:
+            if warning.get("level") == "warning":
+                self.stdout.write(
+                    self.style.WARNING(f"warning {warning['where']}: {warning['reason']}")
+                )
+        if job.status == ImportJob.Status.SUCCEEDED:
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Import {job.pk} succeeded: {job.created_items} items created, "
+                    f"{job.unchanged_items} unchanged."
+                )
+            )
+            return
+        errors = [e for e in job.errors if e.get("level") != "warning"]
+        for error in errors:
+            self.stderr.write(f"{error['where']}: {error['reason']}")
+        count = import_progress(job)["error_count"]
+        raise CommandError(
+            f"import {job.pk} failed with {count} error{'s' if count != 1 else ''}; "
+            "nothing was saved"
+        )

@@ -1,0 +1,1 @@
+"""Pages of the annotation app, one module per audience."""

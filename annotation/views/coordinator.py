@@ -1,0 +1,286 @@
+"""Pages for coordinators (set up, members, import, assignment, lock) and the study dashboard
+that coordinators and researchers read."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation import dashboard, imports, selectors, services
+from annotation.access import STUDY_READERS, Role, get_study_for_user
+from annotation.forms import CriterionFormSet, ImportForm, MemberForm, StudyForm, criteria_initial
+from annotation.models import ImportJob, StudyMembership
+
+
+def _form_errors(form, exc: ValidationError) -> None:
+    """Put a service's errors on the form: on the field they name, else at the top."""
+    for field, msgs in exc.message_dict.items():
+        if field in form.fields:
+            form.add_error(field, msgs)
+        else:
+            form.add_error(None, f"{field}: {' '.join(msgs)}")
+
+
+def _criteria_from(formset) -> list[dict]:
+    """Filled-in, not deleted criterion forms, in order."""
+    criteria = []
+    for f in formset.forms:
+        if not f.cleaned_data or f.cleaned_data.get("DELETE"):
+            continue
+        criteria.append({k: v for k, v in f.cleaned_data.items() if k != "DELETE"})
+    return criteria
+
+
+@login_required
+def create_study(request: HttpRequest) -> HttpResponse:
+    if not request.user.has_perm("annotation.add_ratingstudy"):
+        raise PermissionDenied("You may not create studies; ask a site administrator.")
+    template = services.ensure_medhelm_rubric_template()
+    if request.method == "POST":
+        form = StudyForm(request.POST)
+        formset = CriterionFormSet(request.POST, prefix="criteria")
+        if form.is_valid() and formset.is_valid():
+            try:
+                study = services.create_study(
+                    created_by=request.user, criteria=_criteria_from(formset), **form.cleaned_data
+                )
+            except ValidationError as exc:
+                _form_errors(form, exc)
+            else:
+                messages.success(request, "Study created. Add clinicians and import items next.")
+                return redirect("annotation:study", study_id=study.pk)
+    else:
+        form = StudyForm(initial={"ratings_per_item": 2, "show_reference": True})
+        formset = CriterionFormSet(prefix="criteria", initial=criteria_initial(template.criteria))
+    return render(
+        request, "annotation/study_form.html", {"form": form, "formset": formset, "creating": True}
+    )
+
+
+@login_required
+def edit_study(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    current = [{k: getattr(c, k) for k in services.CRITERION_FIELDS} for c in study.criteria.all()]
+    if request.method == "POST":
+        form = StudyForm(request.POST, instance=study)
+        formset = CriterionFormSet(request.POST, prefix="criteria")
+        if form.is_valid() and formset.is_valid():
+            criteria = _criteria_from(formset)
+            changes = {k: v for k, v in form.cleaned_data.items() if k != "taxonomy_version"}
+            changes["taxonomy_version_id"] = (
+                form.cleaned_data["taxonomy_version"].pk
+                if form.cleaned_data["taxonomy_version"]
+                else None
+            )
+            study.refresh_from_db()  # the ModelForm wrote into the instance; the service decides
+            try:
+                services.update_study(
+                    study=study, actor=request.user, changes=changes, criteria=criteria
+                )
+            except ValidationError as exc:
+                _form_errors(form, exc)
+            else:
+                messages.success(request, "Study settings saved.")
+                return redirect("annotation:study", study_id=study.pk)
+    else:
+        form = StudyForm(instance=study)
+        formset = CriterionFormSet(prefix="criteria", initial=criteria_initial(current))
+    return render(
+        request,
+        "annotation/study_form.html",
+        {"form": form, "formset": formset, "study": study, "creating": False},
+    )
+
+
+@login_required
+def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
+    short_total, short_items = dashboard.items_short_of_k(study=study, limit=50)
+    is_coordinator = Role.COORDINATOR in roles
+    return render(
+        request,
+        "annotation/dashboard.html",
+        {
+            "study": study,
+            "is_coordinator": is_coordinator,
+            "progress": selectors.study_progress(study=study),
+            "clinicians": dashboard.progress_by_clinician(study=study),
+            "median_seconds": dashboard.median_seconds_per_item(study=study),
+            "short_total": short_total,
+            "short_items": short_items,
+            "flagged": dashboard.flagged_items(study=study),
+            "import_jobs": study.import_jobs.all()[:10] if is_coordinator else [],
+            "criteria": study.criteria.all(),
+        },
+    )
+
+
+@login_required
+def members(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    form = MemberForm(request.POST or None)
+    if request.method == "POST":
+        action = request.POST.get("action", "add")
+        User = get_user_model()
+        if action == "remove":
+            membership = StudyMembership.objects.filter(
+                study=study, pk=request.POST.get("membership")
+            ).first()
+            if membership is None:
+                raise Http404("No such member.")
+            try:
+                services.remove_member(
+                    study=study, user=membership.user, role=membership.role, actor=request.user
+                )
+            except ValidationError as exc:
+                messages.error(
+                    request, " ".join(m for msgs in exc.message_dict.values() for m in msgs)
+                )
+            else:
+                messages.success(
+                    request, f"{membership.pseudonym} removed; unstarted work was dealt again."
+                )
+            return redirect("annotation:members", study_id=study.pk)
+        if form.is_valid():
+            name = form.cleaned_data["username"].strip()
+            user = User.objects.filter(Q(username=name) | Q(email__iexact=name)).first()
+            if user is None:
+                form.add_error(
+                    "username", f"No account {name!r}. A site administrator creates accounts."
+                )
+            else:
+                try:
+                    m = services.add_member(
+                        study=study, user=user, role=form.cleaned_data["role"], actor=request.user
+                    )
+                except ValidationError as exc:
+                    _form_errors(form, exc)
+                else:
+                    messages.success(request, f"{user.get_username()} is {m.role} {m.pseudonym}.")
+                    return redirect("annotation:members", study_id=study.pk)
+    memberships = (
+        StudyMembership.objects.filter(study=study)
+        .select_related("user")
+        .order_by("role", "pseudonym")
+    )
+    return render(
+        request,
+        "annotation/members.html",
+        {"study": study, "form": form, "memberships": memberships},
+    )
+
+
+@login_required
+def import_items(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            job = imports.start_import(
+                study=study,
+                uploaded_name=upload.name,
+                content=upload,
+                file_format=form.cleaned_data["file_format"],
+                actor=request.user,
+            )
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            return redirect(f"{request.path}?job={job.pk}")
+    job = None
+    if request.GET.get("job"):
+        job = ImportJob.objects.filter(study=study, pk=request.GET["job"]).first()
+        if job is None:
+            raise Http404("No such import.")
+    progress = imports.import_progress(job) if job else None
+    return render(
+        request,
+        "annotation/import.html",
+        {
+            "study": study,
+            "form": form,
+            "job": job,
+            "progress": progress,
+            "jobs": study.import_jobs.all()[:20],
+        },
+    )
+
+
+@login_required
+@require_POST
+def assign(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    try:
+        created = services.assign_items(study=study, actor=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(m for msgs in exc.message_dict.values() for m in msgs))
+    except ValueError as exc:  # the design cannot be built (exclusions, too few clinicians)
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Assignments balanced: {created} unstarted assignments dealt.")
+    return redirect("annotation:study", study_id=study.pk)
+
+
+@login_required
+@require_POST
+def lock(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    locked = request.POST.get("locked") == "1"
+    services.set_study_lock(study=study, locked=locked, actor=request.user)
+    messages.success(request, "Study locked: ratings are frozen." if locked else "Study unlocked.")
+    return redirect("annotation:study", study_id=study.pk)
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+@login_required
+def export_ratings(request: HttpRequest, study_id: int, fmt: str) -> HttpResponse:
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    values = request.GET.get("values", "latest")
+    if values not in ("latest", "first") or fmt not in ("csv", "json"):
+        raise Http404("Unknown export.")
+    rows = dashboard.rating_export_rows(study=study, values=values)
+    filename = f"study-{study.pk}-ratings-{values}.{fmt}"
+    if fmt == "json":
+        body = json.dumps(
+            {
+                "study": study.pk,
+                "values": values,
+                "columns": dashboard.EXPORT_COLUMNS,
+                "rows": list(rows),
+            }
+        )
+        response = HttpResponse(body, content_type="application/json")
+    else:
+        writer = csv.DictWriter(_Echo(), fieldnames=dashboard.EXPORT_COLUMNS)
+        stream = (writer.writerow(r) for r in rows)
+        header = writer.writeheader()  # DictWriter returns what the writer's write() returned
+        response = StreamingHttpResponse(itertools.chain([header], stream), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

@@ -1,0 +1,125 @@
+"""The clinician's rating page: one assignment, the rubric, keyboard-first."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from annotation import selectors, services
+from annotation.access import Role, get_study_for_user
+from annotation.models import RatingStudy
+
+
+def _parse_answers(study: RatingStudy, data) -> dict[str, services.CriterionAnswer]:
+    """Read the form: c-<key> (value), c-<key>-na (cannot assess), c-<key>-comment."""
+    answers = {}
+    for criterion in study.criteria.all():
+        raw = data.get(f"c-{criterion.key}", "").strip()
+        cannot = data.get(f"c-{criterion.key}-na") in ("on", "1", "true")
+        value: int | None
+        try:
+            value = int(raw) if raw else None
+        except ValueError:
+            raise ValidationError(
+                {criterion.key: f"value must be a whole number, got {raw!r}"}
+            ) from None
+        answers[criterion.key] = services.CriterionAnswer(
+            value=None if cannot else value,
+            cannot_assess=cannot,
+            comment=data.get(f"c-{criterion.key}-comment", ""),
+        )
+    return answers
+
+
+def _seconds(data) -> float:
+    try:
+        return max(0.0, float(data.get("time_spent", 0) or 0))
+    except ValueError:
+        return 0.0
+
+
+@login_required
+def resume(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Send the clinician to where they left off."""
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
+    )
+    assignment_id = selectors.resume_point(study=study, user=request.user)
+    if assignment_id is None:
+        return redirect("annotation:queue", study_id=study.pk)
+    return redirect("annotation:rate", study_id=study.pk, assignment_id=assignment_id)
+
+
+@login_required
+def rate(request: HttpRequest, study_id: int, assignment_id: int) -> HttpResponse:
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
+    )
+    assignment = selectors.own_assignment(
+        study=study, user=request.user, assignment_id=assignment_id
+    )
+    if assignment is None:
+        raise Http404("No such item in your queue.")
+    errors: dict[str, list[str]] = {}
+    posted = None
+    if request.method == "POST":
+        posted = request.POST
+        try:
+            answers = _parse_answers(study, request.POST)
+            services.submit_assignment(
+                assignment_id=assignment.pk,
+                clinician=request.user,
+                answers=answers,
+                time_spent_seconds=_seconds(request.POST),
+            )
+        except ValidationError as exc:
+            errors = exc.message_dict
+        else:
+            position = selectors.queue_position(assignment=assignment)
+            if position.next_unfinished_id:
+                return redirect(
+                    "annotation:rate", study_id=study.pk, assignment_id=position.next_unfinished_id
+                )
+            return redirect(reverse("annotation:queue", kwargs={"study_id": study.pk}) + "?done=1")
+        assignment.refresh_from_db()
+    view = selectors.rater_item(assignment=assignment)
+    criteria = list(study.criteria.all())
+    rows = []
+    for c in criteria:
+        saved = view.answers.get(c.key, {})
+        if posted is not None:
+            saved = {
+                "value": posted.get(f"c-{c.key}", ""),
+                "cannot_assess": posted.get(f"c-{c.key}-na") in ("on", "1", "true"),
+                "comment": posted.get(f"c-{c.key}-comment", ""),
+            }
+        rows.append(
+            {
+                "criterion": c,
+                "points": [
+                    {"value": p, "anchor": c.anchors.get(str(p), "")}
+                    for p in range(c.scale_min, c.scale_max + 1)
+                ],
+                "value": str(saved.get("value") or ""),
+                "cannot_assess": bool(saved.get("cannot_assess")),
+                "comment": saved.get("comment", ""),
+                "errors": errors.get(c.key, []),
+            }
+        )
+    other_errors = {k: v for k, v in errors.items() if k not in {c.key for c in criteria}}
+    return render(
+        request,
+        "annotation/rate.html",
+        {
+            "study": study,
+            "item": view,
+            "rows": rows,
+            "position": selectors.queue_position(assignment=assignment),
+            "other_errors": other_errors,
+            "locked": study.is_locked,
+        },
+        status=400 if errors else 200,
+    )

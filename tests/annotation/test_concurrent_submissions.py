@@ -1,0 +1,74 @@
+"""Many submissions at once never double or lose a rating (needs real concurrency: PostgreSQL)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection, connections
+
+from annotation import services
+from annotation.models import Assignment, Rating
+from tests.factories import make_study_with_members
+
+A = services.CriterionAnswer
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_twenty_threads_leave_exactly_one_rating_per_assignment_and_criterion():
+    if connection.vendor != "postgresql":
+        pytest.skip(
+            "row locks and concurrent writers need PostgreSQL; CI runs this with DATABASE_URL set"
+        )
+    setup = make_study_with_members(n_items=20, n_clinicians=2, k=2)
+    clinician = setup.clinicians[0]
+    mine = list(Assignment.objects.filter(clinician=clinician).order_by("position"))
+    assert len(mine) >= 11
+    # 10 threads hammer the same assignment (a double click, two tabs, retries), half with a
+    # different value; 10 threads each submit a different assignment.
+    same = mine[0]
+    jobs = [(same.pk, 4 if i % 2 else 2) for i in range(10)] + [(a.pk, 3) for a in mine[1:11]]
+    barrier = threading.Barrier(len(jobs))
+    errors: list[BaseException] = []
+
+    def submit(assignment_id: int, value: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            services.submit_assignment(
+                assignment_id=assignment_id,
+                clinician=clinician,
+                answers={
+                    "accuracy": A(value=value),
+                    "completeness": A(value=value),
+                    "clarity": A(value=value),
+                },
+            )
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=submit, args=job) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    per_pair = Counter(
+        Rating.objects.filter(assignment__in=[a.pk for a in mine[:11]]).values_list(
+            "assignment_id", "criterion_id"
+        )
+    )
+    assert len(per_pair) == 11 * 3  # none lost
+    assert set(per_pair.values()) == {1}  # none doubled
+    assert (
+        Assignment.objects.filter(pk__in=[a.pk for a in mine[:11]], status="submitted").count()
+        == 11
+    )
+    # the contested assignment holds one of the submitted values, consistently across criteria
+    values = set(Rating.objects.filter(assignment=same).values_list("value", flat=True))
+    assert values in ({2}, {4})
+    first_values = set(Rating.objects.filter(assignment=same).values_list("first_value", flat=True))
+    assert len(first_values) == 1
