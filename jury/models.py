@@ -133,6 +133,7 @@ class JudgeCall(models.Model):
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="calls")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_calls")
     prompt_hash = models.CharField(max_length=64, db_index=True)
+    system_text = models.TextField(blank=True)
     prompt_text = models.TextField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     raw_output = models.TextField(blank=True)
@@ -156,6 +157,31 @@ class JudgeCall(models.Model):
 
     def __str__(self) -> str:
         return f"call {self.pk}: {self.judge_id} on item {self.item_id} ({self.status})"
+
+
+class JudgeLimiter(models.Model):
+    """Shared state for one judge's requests-per-minute budget (a token bucket), locked by
+    every worker that wants to call the judge, so the limit holds across all processes."""
+
+    judge = models.OneToOneField(Judge, on_delete=models.CASCADE, related_name="limiter")
+    tokens = models.FloatField(default=0)
+    refilled_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"limiter of {self.judge_id}"
+
+
+class JudgeLease(models.Model):
+    """A call in flight. Active leases per judge are capped at the judge's max concurrency;
+    one per call means two workers never run the same call. Leases expire, so a killed
+    worker's slot comes back."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="leases")
+    call = models.OneToOneField("JudgeCall", on_delete=models.CASCADE, related_name="lease")
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"lease of call {self.call_id} until {self.expires_at:%H:%M:%S}"
 
 
 class JudgeScore(models.Model):

@@ -1,0 +1,187 @@
+"""Writes for the jury: judges, prompt templates, runs (start, resume, cancel)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max, Q, QuerySet
+
+from annotation import audit
+from annotation.models import Item, RatingStudy
+from delphi.models import TaxonomyNode
+from jury import limits
+from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
+from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, prompt_hash, render_prompt, validate_template
+from jury.providers.base import CriterionSpec
+
+DEFAULT_TEMPLATE_NAME = "medhelm-default"
+# Statuses a resume tries again: the provider never gave an answer. An invalid verdict or a
+# refusal is an answer (at temperature 0 the same request gives it again).
+RETRIED_ON_RESUME = (JudgeCall.Status.PROVIDER_ERROR, JudgeCall.Status.TIMEOUT)
+
+
+def ensure_default_prompt_template() -> PromptTemplate:
+    template, _ = PromptTemplate.objects.get_or_create(
+        name=DEFAULT_TEMPLATE_NAME, version=1, defaults={"system_text": DEFAULT_SYSTEM, "body": DEFAULT_BODY}
+    )
+    return template
+
+
+@transaction.atomic
+def create_prompt_version(
+    *, name: str, body: str, system_text: str, study: RatingStudy | None, actor: AbstractBaseUser | None
+) -> PromptTemplate:
+    """A new version of a template: versions are never edited, so every stored call still
+    points at the exact template that produced its prompt."""
+    try:
+        validate_template(body)
+    except ValueError as exc:
+        raise ValidationError({"body": str(exc)}) from exc
+    latest = PromptTemplate.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
+    template = PromptTemplate.objects.create(
+        name=name, version=latest + 1, study=study, system_text=system_text, body=body, created_by=actor
+    )
+    if study is not None:
+        audit.record(actor=actor, action="prompt.version", target=template, study=study,
+                     after={"name": name, "version": template.version})
+    return template
+
+
+def criteria_specs(study: RatingStudy) -> tuple[CriterionSpec, ...]:
+    return tuple(
+        CriterionSpec(
+            key=c.key, label=c.label, definition=c.definition, scale_min=c.scale_min, scale_max=c.scale_max, anchors=c.anchors
+        )
+        for c in study.criteria.all()
+    )
+
+
+def items_for_run(*, study: RatingStudy, filters: Mapping[str, Any]) -> QuerySet[Item]:
+    """The study's items narrowed by a taxonomy node (and everything under it), model names
+    and item ids."""
+    unknown = set(filters) - {"taxonomy_node", "models", "item_ids"}
+    if unknown:
+        raise ValidationError({"filters": f"unknown filters {sorted(unknown)}; use taxonomy_node, models, item_ids"})
+    items = Item.objects.filter(study=study)
+    node_id = filters.get("taxonomy_node")
+    if node_id:
+        node = TaxonomyNode.objects.filter(pk=node_id).first()
+        if node is None:
+            raise ValidationError({"filters.taxonomy_node": f"no taxonomy node {node_id}"})
+        items = items.filter(Q(taxonomy_node=node) | Q(taxonomy_node__parent=node) | Q(taxonomy_node__parent__parent=node))
+    if filters.get("models"):
+        items = items.filter(model_name__in=list(filters["models"]))
+    if filters.get("item_ids"):
+        items = items.filter(pk__in=list(filters["item_ids"]))
+    return items
+
+
+def _dispatch(call_ids: Sequence[int]) -> None:
+    from jury.tasks import execute_judge_call
+
+    for call_id in call_ids:
+        execute_judge_call.delay(call_id)
+
+
+@transaction.atomic
+def start_run(
+    *,
+    study: RatingStudy,
+    judges: Iterable[Judge],
+    actor: AbstractBaseUser | None,
+    template: PromptTemplate | None = None,
+    filters: Mapping[str, Any] | None = None,
+    dispatch: bool = True,
+) -> JuryRun:
+    """Create a run with one call per (judge, item), its exact prompt rendered and hashed, and
+    send the calls to the workers once the transaction commits."""
+    judges = list(judges)
+    if not judges:
+        raise ValidationError({"judges": "choose at least one judge"})
+    inactive = [j.name for j in judges if not j.is_active or j.provider == Judge.Provider.IMPORTED]
+    if inactive:
+        raise ValidationError({"judges": f"these judges cannot be called: {inactive}"})
+    template = template or ensure_default_prompt_template()
+    filters = dict(filters or {})
+    items = list(items_for_run(study=study, filters=filters).order_by("pk"))
+    if not items:
+        raise ValidationError({"filters": "no item of the study matches"})
+    criteria = criteria_specs(study)
+    run = JuryRun.objects.create(study=study, prompt_template=template, filters=filters, created_by=actor)
+    run.judges.set(judges)
+    calls = []
+    for item in items:
+        prompt = render_prompt(
+            body=template.body,
+            question=item.input_text,
+            response=item.output_text,
+            gold_response=item.reference_text,
+            criteria=criteria,
+        )
+        for judge in judges:
+            limits.ensure_limiter(judge)
+            calls.append(
+                JudgeCall(
+                    run=run,
+                    judge=judge,
+                    item=item,
+                    system_text=template.system_text,
+                    prompt_text=prompt,
+                    prompt_hash=prompt_hash(
+                        provider=judge.provider,
+                        model_id=judge.model_id,
+                        params=judge.params,
+                        system=template.system_text,
+                        prompt=prompt,
+                    ),
+                )
+            )
+    JudgeCall.objects.bulk_create(calls, batch_size=2000)
+    audit.record(
+        actor=actor, action="jury.start", target=run, study=study,
+        after={"judges": [j.name for j in judges], "items": len(items), "template": str(template), "filters": filters},
+    )
+    if dispatch:
+        ids = list(run.calls.values_list("pk", flat=True))
+        transaction.on_commit(lambda: _dispatch(ids))
+    return run
+
+
+@transaction.atomic
+def resume_run(*, run: JuryRun, actor: AbstractBaseUser | None, dispatch: bool = True) -> int:
+    """Score what is missing or failed: calls still pending (a killed worker, a cancel) and
+    calls that ended in a provider error or timeout. Returns how many were sent again."""
+    run = JuryRun.objects.select_for_update().get(pk=run.pk)
+    retried = JudgeCall.objects.filter(run=run, status__in=RETRIED_ON_RESUME)
+    retried.update(status=JudgeCall.Status.PENDING, error="")
+    pending = list(run.calls.filter(status=JudgeCall.Status.PENDING).values_list("pk", flat=True))
+    # A pending call's stale lease (its worker died) must not block it.
+    from jury.models import JudgeLease
+
+    JudgeLease.objects.filter(call_id__in=pending).delete()
+    run.cancel_requested = False
+    run.status = JuryRun.Status.RUNNING if pending else JuryRun.Status.FINISHED
+    run.finished_at = None if pending else run.finished_at
+    run.save(update_fields=["cancel_requested", "status", "finished_at"])
+    audit.record(actor=actor, action="jury.resume", target=run, study=run.study, after={"calls": len(pending)})
+    if dispatch and pending:
+        transaction.on_commit(lambda: _dispatch(pending))
+    return len(pending)
+
+
+@transaction.atomic
+def cancel_run(*, run: JuryRun, actor: AbstractBaseUser | None) -> JuryRun:
+    """Stop a run: calls not yet started stay pending (a resume picks them up); calls in
+    flight finish and are kept."""
+    run = JuryRun.objects.select_for_update().get(pk=run.pk)
+    if run.status in (JuryRun.Status.FINISHED, JuryRun.Status.CANCELLED):
+        return run
+    run.cancel_requested = True
+    run.status = JuryRun.Status.CANCELLED
+    run.save(update_fields=["cancel_requested", "status"])
+    audit.record(actor=actor, action="jury.cancel", target=run, study=run.study)
+    return run
