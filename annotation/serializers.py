@@ -84,6 +84,7 @@ class RaterItemSerializer(serializers.Serializer):
     output_text = serializers.CharField()
     area = serializers.CharField()
     time_spent_seconds = serializers.FloatField()
+    updated_at_ms = serializers.IntegerField()
     answers = serializers.DictField()
 
 

@@ -16,14 +16,15 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, Q
+from django.db import connection, transaction
+from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from annotation import audit
 from annotation.design import balanced_design
 from annotation.models import (
     Assignment,
+    AuditEvent,
     Item,
     Rating,
     RatingStudy,
@@ -471,8 +472,11 @@ def _check_answers(
 
 
 def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignment:
+    """Lock the assignment row (only it: concurrent submits of other assignments must not
+    queue behind one study row) and read the study's lock under a share lock, so that a
+    submit cannot commit after the study was locked."""
     assignment = (
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self",))
         .select_related("study")
         .filter(pk=assignment_id)
         .first()
@@ -481,9 +485,22 @@ def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignm
         raise ValidationError({"assignment": "this item is not assigned to you"})
     if assignment.status == Assignment.Status.WITHDRAWN:
         raise ValidationError({"assignment": "this assignment was withdrawn"})
-    if assignment.study.is_locked:
+    if _study_locked(assignment.study_id):
         raise ValidationError({"study": "the study is locked; ratings can no longer change"})
     return assignment
+
+
+def _study_locked(study_id: int) -> bool:
+    if connection.vendor == "postgresql":
+        # FOR SHARE: many submits hold it at once; set_study_lock's FOR UPDATE waits for them.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT locked_at FROM annotation_ratingstudy WHERE id = %s FOR SHARE", [study_id]
+            )
+            row = cursor.fetchone()
+        return row is not None and row[0] is not None
+    # SQLite serialises writing transactions (IMMEDIATE), so a plain read is current.
+    return RatingStudy.objects.filter(pk=study_id, locked_at__isnull=False).exists()
 
 
 def _rating_state(rating: Rating | None) -> dict[str, Any] | None:
@@ -492,33 +509,54 @@ def _rating_state(rating: Rating | None) -> dict[str, Any] | None:
     return {"value": rating.value, "cannot_assess": rating.cannot_assess, "comment": rating.comment}
 
 
-def _upsert_rating(
-    assignment: Assignment, criterion: RubricCriterion, answer: CriterionAnswer
-) -> tuple[Rating, dict | None]:
-    """Create or update one rating row; the unique constraint makes a concurrent twin fail
-    loudly instead of doubling, and the caller's retry then finds the row."""
-    rating = Rating.objects.filter(assignment=assignment, criterion=criterion).first()
-    before = _rating_state(rating)
-    if rating is None:
-        try:
-            with transaction.atomic():
-                rating = Rating.objects.create(
-                    assignment=assignment,
-                    criterion=criterion,
-                    value=answer.value,
-                    cannot_assess=answer.cannot_assess,
-                    comment=answer.comment,
-                )
-        except IntegrityError:
-            rating = Rating.objects.get(assignment=assignment, criterion=criterion)
-            before = _rating_state(rating)
-        else:
-            return rating, None
-    rating.value = answer.value
-    rating.cannot_assess = answer.cannot_assess
-    rating.comment = answer.comment
-    rating.save(update_fields=["value", "cannot_assess", "comment", "updated_at"])
-    return rating, before
+def _write_answers(
+    assignment: Assignment,
+    criteria: Mapping[str, RubricCriterion],
+    answers: Mapping[str, CriterionAnswer],
+    *,
+    submitting: bool,
+    now: Any,
+) -> list[tuple[Rating, dict[str, Any] | None, dict[str, Any]]]:
+    """Create or update the assignment's rating rows (the assignment row is locked, so no
+    one else writes them meanwhile; the unique constraint is the last guard). Returns
+    (rating, state before, state after) for each answer that changed something."""
+    existing = {r.criterion_id: r for r in Rating.objects.filter(assignment=assignment)}
+    changed = []
+    to_create = []
+    for key, answer in answers.items():
+        criterion = criteria[key]
+        after = {
+            "value": answer.value,
+            "cannot_assess": answer.cannot_assess,
+            "comment": answer.comment,
+        }
+        rating = existing.get(criterion.pk)
+        if rating is None:
+            rating = Rating(assignment=assignment, criterion=criterion, **after)
+            if submitting:
+                rating.first_value, rating.first_cannot_assess = answer.value, answer.cannot_assess
+                rating.first_submitted_at = now
+            to_create.append(rating)
+            changed.append((rating, None, after))
+            continue
+        before = _rating_state(rating)
+        first_time = submitting and rating.first_submitted_at is None
+        if before == after and not first_time:
+            continue
+        rating.value, rating.cannot_assess, rating.comment = (
+            answer.value,
+            answer.cannot_assess,
+            answer.comment,
+        )
+        fields = ["value", "cannot_assess", "comment", "updated_at"]
+        if first_time:
+            rating.first_value, rating.first_cannot_assess = answer.value, answer.cannot_assess
+            rating.first_submitted_at = now
+            fields += ["first_value", "first_cannot_assess", "first_submitted_at"]
+        rating.save(update_fields=fields)
+        changed.append((rating, None if first_time else before, after))
+    Rating.objects.bulk_create(to_create)
+    return changed
 
 
 @transaction.atomic
@@ -533,25 +571,28 @@ def save_draft(
     submitted values until the clinician submits again (drafts never overwrite them)."""
     assignment = _lock_assignment(assignment_id, clinician)
     criteria = _check_answers(study=assignment.study, answers=answers, complete=False)
-    now = timezone.now()
+    seconds = _checked_seconds(time_spent_seconds)
     if assignment.status == Assignment.Status.SUBMITTED:
-        _add_time(assignment, time_spent_seconds)
-        assignment.save(update_fields=["time_spent_seconds", "updated_at"])
+        # Only time on item changes; updated_at stays, since it versions the answers (the
+        # page's local copy of a revision in progress is tied to it).
+        Assignment.objects.filter(pk=assignment.pk).update(
+            time_spent_seconds=F("time_spent_seconds") + seconds
+        )
+        assignment.refresh_from_db(fields=["time_spent_seconds"])
         return assignment
-    for key, answer in answers.items():
-        _upsert_rating(assignment, criteria[key], answer)
+    _write_answers(assignment, criteria, answers, submitting=False, now=timezone.now())
     assignment.status = Assignment.Status.IN_PROGRESS
-    assignment.started_at = assignment.started_at or now
-    _add_time(assignment, time_spent_seconds)
+    assignment.started_at = assignment.started_at or timezone.now()
+    assignment.time_spent_seconds += seconds
     assignment.save(update_fields=["status", "started_at", "time_spent_seconds", "updated_at"])
     return assignment
 
 
-def _add_time(assignment: Assignment, seconds: float) -> None:
+def _checked_seconds(seconds: float) -> float:
     if seconds < 0:
         raise ValidationError({"time_spent_seconds": "cannot be negative"})
     # A tab left open overnight is not rating time: cap one report at an hour.
-    assignment.time_spent_seconds += min(float(seconds), 3600.0)
+    return min(float(seconds), 3600.0)
 
 
 @transaction.atomic
@@ -570,34 +611,41 @@ def submit_assignment(
     assignment = _lock_assignment(assignment_id, clinician)
     study = assignment.study
     criteria = _check_answers(study=study, answers=answers, complete=True)
+    seconds = _checked_seconds(time_spent_seconds)
     now = timezone.now()
     was_submitted = assignment.status == Assignment.Status.SUBMITTED
-    for key, answer in answers.items():
-        rating, before = _upsert_rating(assignment, criteria[key], answer)
-        after = _rating_state(rating)
-        if rating.first_submitted_at is None:
-            rating.first_value = rating.value
-            rating.first_cannot_assess = rating.cannot_assess
-            rating.first_submitted_at = now
-            rating.save(update_fields=["first_value", "first_cannot_assess", "first_submitted_at"])
-            audit.record(
-                actor=clinician, action="rating.submit", target=rating, study=study, after=after
-            )
-        elif was_submitted and before != after:
-            audit.record(
-                actor=clinician,
-                action="rating.revise",
-                target=rating,
-                study=study,
-                before=before,
-                after=after,
-            )
+    changes = _write_answers(assignment, criteria, answers, submitting=True, now=now)
+    AuditEvent.objects.bulk_create(
+        AuditEvent(
+            actor=clinician,
+            study=study,
+            action="rating.revise" if was_submitted and before is not None else "rating.submit",
+            target_type="Rating",
+            target_id=str(rating.pk),
+            before=before,
+            after=after,
+        )
+        for rating, before, after in changes
+        if before is None or was_submitted
+    )
+    if was_submitted and not changes and not seconds:
+        return assignment  # a retried or double submit: nothing to do
     assignment.status = Assignment.Status.SUBMITTED
     assignment.started_at = assignment.started_at or now
     assignment.first_submitted_at = assignment.first_submitted_at or now
-    assignment.submitted_at = now
-    _add_time(assignment, time_spent_seconds)
-    assignment.save()
+    if changes or not was_submitted:
+        assignment.submitted_at = now
+    assignment.time_spent_seconds += seconds
+    assignment.save(
+        update_fields=[
+            "status",
+            "started_at",
+            "first_submitted_at",
+            "submitted_at",
+            "time_spent_seconds",
+            "updated_at",
+        ]
+    )
     return assignment
 
 

@@ -103,7 +103,7 @@ def rate(request: HttpRequest, study_id: int, assignment_id: int) -> HttpRespons
                     {"value": p, "anchor": c.anchors.get(str(p), "")}
                     for p in range(c.scale_min, c.scale_max + 1)
                 ],
-                "value": str(saved.get("value") or ""),
+                "value": "" if saved.get("value") in (None, "") else str(saved["value"]),
                 "cannot_assess": bool(saved.get("cannot_assess")),
                 "comment": saved.get("comment", ""),
                 "errors": errors.get(c.key, []),

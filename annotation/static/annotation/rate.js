@@ -62,19 +62,27 @@
   }
 
   // --- drafts ------------------------------------------------------------------------------
+  // The local copy records the server version (data-updated, the server's own clock) it was
+  // made from: it is restored only while the server still holds that version, so a wrong
+  // clock on a clinic PC can never discard or resurrect answers.
+  let localVersion = 0;  // bumped on every change; a save confirms the version it carried
   function show(text) { if (saveState) saveState.textContent = text; }
   function remember() {
+    localVersion += 1;
     try {
-      localStorage.setItem(storageKey, JSON.stringify({ answers: answers(), savedAt: Date.now() }));
+      localStorage.setItem(storageKey, JSON.stringify({ answers: answers(), base: form.dataset.updated }));
     } catch (e) { /* storage full or disabled: the server copy still follows */ }
   }
   function forget() { try { localStorage.removeItem(storageKey); } catch (e) { /* ignore */ } }
 
   function saveDraft(keepalive) {
     if (locked || !dirty) return Promise.resolve();
-    const body = JSON.stringify({ answers: answers(), time_spent_seconds: takeSeconds() });
+    const seconds = takeSeconds();
+    const sentVersion = localVersion;
+    const body = JSON.stringify({ answers: answers(), time_spent_seconds: seconds });
     dirty = false;
     show("Saving…");
+    const failed = () => { dirty = true; unsentMs += seconds * 1000; };
     return fetch(form.dataset.draftUrl, {
       method: "PUT",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
@@ -83,16 +91,21 @@
       keepalive: !!keepalive,
     }).then((response) => {
       if (response.ok) {
-        // A submitted item keeps its submitted values on the server until "Save revision":
-        // keep the local copy of a revision so it survives a reload.
-        if (form.dataset.status !== "submitted") forget();
-        show("Draft saved");
-      } else {
-        dirty = true;
-        return response.json().then((data) => show("Not saved: " + JSON.stringify(data)), () => show("Not saved (" + response.status + ")"));
+        return response.json().then((data) => {
+          const newer = localVersion !== sentVersion;  // changed while the request was out
+          if (form.dataset.status !== "submitted") {
+            form.dataset.updated = String(data.updated_at_ms);
+            if (newer) remember(); else forget();
+          }
+          // A submitted item keeps its submitted values until "Save revision": its local
+          // copy stays, so that a revision in progress survives a reload.
+          show(newer || dirty ? "Unsaved changes" : "Draft saved");
+        });
       }
+      failed();
+      return response.json().then((data) => show("Not saved: " + JSON.stringify(data)), () => show("Not saved (" + response.status + ")"));
     }, () => {
-      dirty = true;
+      failed();
       show("Offline: kept in this browser, will retry");
       scheduleSave(5000);
     });
@@ -114,10 +127,10 @@
   // Restore a draft the server never confirmed (closed tab, dropped connection).
   try {
     const stored = JSON.parse(localStorage.getItem(storageKey) || "null");
-    const serverUpdated = parseInt(form.dataset.updated || "0", 10);
-    if (stored && stored.savedAt <= serverUpdated) forget();  // the server has newer answers
+    if (stored && stored.base !== form.dataset.updated) forget();  // the server moved on since
     else if (stored && stored.answers && !locked) {
       apply(stored.answers);
+      localVersion += 1;
       dirty = true;
       show("Restored answers saved in this browser");
       scheduleSave(50);
@@ -165,7 +178,7 @@
       const button = document.getElementById("flag-button");
       if (r.ok) button.innerHTML = (data.flagged ? "Flagged: " + escapeText(data.flag_reason) + " (unflag)" : "Flag item") + " <kbd>f</kbd>";
       else show("Flag not saved: " + JSON.stringify(data));
-    }));
+    }, () => show("Flag not saved (" + r.status + ")")), () => show("Flag not saved: offline"));
   }
   function escapeText(s) { const d = document.createElement("div"); d.textContent = s; return d.innerHTML; }
   document.getElementById("flag-button").addEventListener("click", flag);
@@ -189,6 +202,8 @@
       if (e.key === "Escape") { e.target.blur(); fieldsets[active] && fieldsets[active].focus(); }
       return;
     }
+    // On a focused link or button, Enter and Space keep their own meaning.
+    if (["A", "BUTTON", "SUMMARY", "SELECT"].includes(e.target.tagName) && (e.key === "Enter" || e.key === " ")) return;
     if (locked && e.key !== "n" && e.key !== "p") return;
     if (/^[0-9]$/.test(e.key)) { score(e.key); e.preventDefault(); }
     else if (e.key === "j" || e.key === "ArrowDown") { focusCriterion(active + 1); e.preventDefault(); }
