@@ -40,7 +40,14 @@ def _client(judge: Judge) -> providers.JudgeClient:
     import os
 
     api_key = os.environ.get(judge.api_key_env) if judge.api_key_env else None
-    key = (judge.pk, judge.provider, judge.model_id, judge.endpoint, api_key, repr(sorted(judge.params.items())))
+    key = (
+        judge.pk,
+        judge.provider,
+        judge.model_id,
+        judge.endpoint,
+        api_key,
+        repr(sorted(judge.params.items())),
+    )
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
@@ -66,7 +73,10 @@ def call_cost(judge: Judge, input_tokens: int | None, output_tokens: int | None)
     if input_tokens is None and output_tokens is None:
         return None
     million = Decimal(1_000_000)
-    return (Decimal(input_tokens or 0) * judge.price_input_per_mtok + Decimal(output_tokens or 0) * judge.price_output_per_mtok) / million
+    return (
+        Decimal(input_tokens or 0) * judge.price_input_per_mtok
+        + Decimal(output_tokens or 0) * judge.price_output_per_mtok
+    ) / million
 
 
 def _finish_run_if_done(run_id: int) -> None:
@@ -75,16 +85,18 @@ def _finish_run_if_done(run_id: int) -> None:
         return
     if run.calls.filter(status=JudgeCall.Status.PENDING).exists():
         return
-    JuryRun.objects.filter(pk=run_id, status__in=[JuryRun.Status.QUEUED, JuryRun.Status.RUNNING]).update(
-        status=JuryRun.Status.FINISHED, finished_at=timezone.now()
-    )
+    JuryRun.objects.filter(
+        pk=run_id, status__in=[JuryRun.Status.QUEUED, JuryRun.Status.RUNNING]
+    ).update(status=JuryRun.Status.FINISHED, finished_at=timezone.now())
 
 
 def _copy_from_cache(call: JudgeCall) -> bool:
     """Serve an identical earlier request (same judge, parameters and prompt) without calling
     the provider again: same raw output, same scores, no cost."""
     source = (
-        JudgeCall.objects.filter(prompt_hash=call.prompt_hash, judge_id=call.judge_id, status=JudgeCall.Status.OK)
+        JudgeCall.objects.filter(
+            prompt_hash=call.prompt_hash, judge_id=call.judge_id, status=JudgeCall.Status.OK
+        )
         .exclude(pk=call.pk)
         .order_by("pk")
         .first()
@@ -97,7 +109,9 @@ def _copy_from_cache(call: JudgeCall) -> bool:
             return True
         fresh.status = JudgeCall.Status.OK
         fresh.raw_output = source.raw_output
-        fresh.cached_from_id = source.cached_from_id or source.pk  # always point at the billed original
+        fresh.cached_from_id = (
+            source.cached_from_id or source.pk
+        )  # always point at the billed original
         fresh.cost = Decimal(0)
         fresh.latency_ms = 0
         fresh.finished_at = timezone.now()
@@ -169,7 +183,9 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
     """Run one call to its end (or leave it pending when the run is cancelled). Returns the
     call's status afterwards."""
     rng = rng or random.Random()
-    call = JudgeCall.objects.select_related("judge", "run", "item__study").filter(pk=call_id).first()
+    call = (
+        JudgeCall.objects.select_related("judge", "run", "item__study").filter(pk=call_id).first()
+    )
     if call is None:
         return "missing"
     if call.status != JudgeCall.Status.PENDING:
@@ -187,7 +203,12 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
     study_criteria = list(call.item.study.criteria.all())
     criteria = tuple(
         providers.CriterionSpec(
-            key=c.key, label=c.label, definition=c.definition, scale_min=c.scale_min, scale_max=c.scale_max, anchors=c.anchors
+            key=c.key,
+            label=c.label,
+            definition=c.definition,
+            scale_min=c.scale_min,
+            scale_max=c.scale_max,
+            anchors=c.anchors,
         )
         for c in study_criteria
     )
@@ -213,7 +234,12 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
             if JuryRun.objects.filter(pk=call.run_id, cancel_requested=True).exists():
                 return JudgeCall.Status.PENDING
             if waited > MAX_WAIT_FOR_SLOT_SECONDS:
-                log.warning("call %s waited %.0f s for a slot of judge %s; left pending", call.pk, waited, judge)
+                log.warning(
+                    "call %s waited %.0f s for a slot of judge %s; left pending",
+                    call.pk,
+                    waited,
+                    judge,
+                )
                 return JudgeCall.Status.PENDING
             pause = slot.wait_seconds * (1 + rng.random())
             sleep(pause)
@@ -226,7 +252,11 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
         except providers.ProviderError as exc:
             limits.release(call=call)
             last_error = f"attempt {attempts}: {exc}"
-            last_status = JudgeCall.Status.TIMEOUT if isinstance(exc, providers.ProviderTimeout) else JudgeCall.Status.PROVIDER_ERROR
+            last_status = (
+                JudgeCall.Status.TIMEOUT
+                if isinstance(exc, providers.ProviderTimeout)
+                else JudgeCall.Status.PROVIDER_ERROR
+            )
             if not exc.retryable or attempts >= max_attempts:
                 break
             sleep(backoff_seconds(attempts, exc.retry_after_seconds, rng))
@@ -239,15 +269,27 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
         latency_ms = int((time.monotonic() - started) * 1000)
         status = JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK
         _save_outcome(
-            call, status=status, criteria_ids=criteria_ids, reply=reply, error="",
-            attempts=attempts, latency_ms=latency_ms, criteria=criteria,
+            call,
+            status=status,
+            criteria_ids=criteria_ids,
+            reply=reply,
+            error="",
+            attempts=attempts,
+            latency_ms=latency_ms,
+            criteria=criteria,
         )
         limits.release(call=call)
         _finish_run_if_done(call.run_id)
         return JudgeCall.objects.get(pk=call.pk).status
     _save_outcome(
-        call, status=last_status, criteria_ids=criteria_ids, reply=None, error=last_error,
-        attempts=attempts, latency_ms=None, criteria=criteria,
+        call,
+        status=last_status,
+        criteria_ids=criteria_ids,
+        reply=None,
+        error=last_error,
+        attempts=attempts,
+        latency_ms=None,
+        criteria=criteria,
     )
     _finish_run_if_done(call.run_id)
     return JudgeCall.objects.get(pk=call.pk).status

@@ -17,7 +17,12 @@ from django.utils import timezone
 from annotation.models import RatingStudy
 from jury.models import JudgeCall, JudgeScore, JuryRun
 
-FAILED = (JudgeCall.Status.INVALID, JudgeCall.Status.PROVIDER_ERROR, JudgeCall.Status.TIMEOUT, JudgeCall.Status.REFUSED)
+FAILED = (
+    JudgeCall.Status.INVALID,
+    JudgeCall.Status.PROVIDER_ERROR,
+    JudgeCall.Status.TIMEOUT,
+    JudgeCall.Status.REFUSED,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,9 @@ def run_progress(*, run: JuryRun) -> RunProgress:
         output_tokens=Sum("output_tokens", filter=Q(cached_from__isnull=True)),
         cost=Sum("cost"),
     )
-    by_status = dict(run.calls.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    by_status = dict(
+        run.calls.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
     done = agg["total"] - agg["pending"]
     eta = None
     if run.started_at and done and agg["pending"] and run.status == JuryRun.Status.RUNNING:
@@ -84,7 +91,11 @@ class JudgeHealth:
 def judge_health(*, run: JuryRun) -> list[JudgeHealth]:
     """Calls per judge and status, failure rate (any status but ok), latency and cost."""
     rows = defaultdict(lambda: {"by_status": {}, "total": 0})
-    for name, status, n in run.calls.values_list("judge__name", "status").annotate(n=Count("id")).order_by("judge__name"):
+    for name, status, n in (
+        run.calls.values_list("judge__name", "status")
+        .annotate(n=Count("id"))
+        .order_by("judge__name")
+    ):
         rows[name]["by_status"][status] = n
         rows[name]["total"] += n
     extra = {

@@ -26,14 +26,21 @@ RETRIED_ON_RESUME = (JudgeCall.Status.PROVIDER_ERROR, JudgeCall.Status.TIMEOUT)
 
 def ensure_default_prompt_template() -> PromptTemplate:
     template, _ = PromptTemplate.objects.get_or_create(
-        name=DEFAULT_TEMPLATE_NAME, version=1, defaults={"system_text": DEFAULT_SYSTEM, "body": DEFAULT_BODY}
+        name=DEFAULT_TEMPLATE_NAME,
+        version=1,
+        defaults={"system_text": DEFAULT_SYSTEM, "body": DEFAULT_BODY},
     )
     return template
 
 
 @transaction.atomic
 def create_prompt_version(
-    *, name: str, body: str, system_text: str, study: RatingStudy | None, actor: AbstractBaseUser | None
+    *,
+    name: str,
+    body: str,
+    system_text: str,
+    study: RatingStudy | None,
+    actor: AbstractBaseUser | None,
 ) -> PromptTemplate:
     """A new version of a template: versions are never edited, so every stored call still
     points at the exact template that produced its prompt."""
@@ -43,18 +50,33 @@ def create_prompt_version(
         raise ValidationError({"body": str(exc)}) from exc
     latest = PromptTemplate.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
     template = PromptTemplate.objects.create(
-        name=name, version=latest + 1, study=study, system_text=system_text, body=body, created_by=actor
+        name=name,
+        version=latest + 1,
+        study=study,
+        system_text=system_text,
+        body=body,
+        created_by=actor,
     )
     if study is not None:
-        audit.record(actor=actor, action="prompt.version", target=template, study=study,
-                     after={"name": name, "version": template.version})
+        audit.record(
+            actor=actor,
+            action="prompt.version",
+            target=template,
+            study=study,
+            after={"name": name, "version": template.version},
+        )
     return template
 
 
 def criteria_specs(study: RatingStudy) -> tuple[CriterionSpec, ...]:
     return tuple(
         CriterionSpec(
-            key=c.key, label=c.label, definition=c.definition, scale_min=c.scale_min, scale_max=c.scale_max, anchors=c.anchors
+            key=c.key,
+            label=c.label,
+            definition=c.definition,
+            scale_min=c.scale_min,
+            scale_max=c.scale_max,
+            anchors=c.anchors,
         )
         for c in study.criteria.all()
     )
@@ -65,14 +87,20 @@ def items_for_run(*, study: RatingStudy, filters: Mapping[str, Any]) -> QuerySet
     and item ids."""
     unknown = set(filters) - {"taxonomy_node", "models", "item_ids"}
     if unknown:
-        raise ValidationError({"filters": f"unknown filters {sorted(unknown)}; use taxonomy_node, models, item_ids"})
+        raise ValidationError(
+            {"filters": f"unknown filters {sorted(unknown)}; use taxonomy_node, models, item_ids"}
+        )
     items = Item.objects.filter(study=study)
     node_id = filters.get("taxonomy_node")
     if node_id:
         node = TaxonomyNode.objects.filter(pk=node_id).first()
         if node is None:
             raise ValidationError({"filters.taxonomy_node": f"no taxonomy node {node_id}"})
-        items = items.filter(Q(taxonomy_node=node) | Q(taxonomy_node__parent=node) | Q(taxonomy_node__parent__parent=node))
+        items = items.filter(
+            Q(taxonomy_node=node)
+            | Q(taxonomy_node__parent=node)
+            | Q(taxonomy_node__parent__parent=node)
+        )
     if filters.get("models"):
         items = items.filter(model_name__in=list(filters["models"]))
     if filters.get("item_ids"):
@@ -111,7 +139,9 @@ def start_run(
     if not items:
         raise ValidationError({"filters": "no item of the study matches"})
     criteria = criteria_specs(study)
-    run = JuryRun.objects.create(study=study, prompt_template=template, filters=filters, created_by=actor)
+    run = JuryRun.objects.create(
+        study=study, prompt_template=template, filters=filters, created_by=actor
+    )
     run.judges.set(judges)
     calls = []
     for item in items:
@@ -142,8 +172,16 @@ def start_run(
             )
     JudgeCall.objects.bulk_create(calls, batch_size=2000)
     audit.record(
-        actor=actor, action="jury.start", target=run, study=study,
-        after={"judges": [j.name for j in judges], "items": len(items), "template": str(template), "filters": filters},
+        actor=actor,
+        action="jury.start",
+        target=run,
+        study=study,
+        after={
+            "judges": [j.name for j in judges],
+            "items": len(items),
+            "template": str(template),
+            "filters": filters,
+        },
     )
     if dispatch:
         ids = list(run.calls.values_list("pk", flat=True))
@@ -167,7 +205,13 @@ def resume_run(*, run: JuryRun, actor: AbstractBaseUser | None, dispatch: bool =
     run.status = JuryRun.Status.RUNNING if pending else JuryRun.Status.FINISHED
     run.finished_at = None if pending else run.finished_at
     run.save(update_fields=["cancel_requested", "status", "finished_at"])
-    audit.record(actor=actor, action="jury.resume", target=run, study=run.study, after={"calls": len(pending)})
+    audit.record(
+        actor=actor,
+        action="jury.resume",
+        target=run,
+        study=run.study,
+        after={"calls": len(pending)},
+    )
     if dispatch and pending:
         transaction.on_commit(lambda: _dispatch(pending))
     return len(pending)

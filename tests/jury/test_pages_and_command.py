@@ -1,0 +1,112 @@
+"""Jury pages (start, progress, cancel, resume, prompt versions) and the run_jury command."""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+
+from jury.models import Judge, JuryRun, PromptTemplate
+from tests.factories import make_study_with_members
+
+
+@pytest.fixture
+def setup(db, monkeypatch):
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test")
+    return make_study_with_members(n_items=3, n_clinicians=2, k=2)
+
+
+def judge_on(fake, name="gpt") -> Judge:
+    return Judge.objects.create(
+        name=name,
+        provider="openai",
+        model_id="m",
+        endpoint=fake.openai_url,
+        api_key_env="FAKE_PROVIDER_KEY",
+        price_input_per_mtok=Decimal("1"),
+        price_output_per_mtok=Decimal("2"),
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_command_runs_inline_with_a_progress_bar(fake_provider, monkeypatch):
+    # Threads write through their own connections: the data must be committed.
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test")
+    setup = make_study_with_members(n_items=3, n_clinicians=2, k=2)
+    judge_on(fake_provider)
+    out = io.StringIO()
+    call_command("run_jury", study=setup.study.pk, judge=["gpt"], inline=2, stdout=out)
+    text = out.getvalue()
+    run = JuryRun.objects.get()
+    assert run.status == "finished" and run.calls.filter(status="ok").count() == 3
+    assert "[##############################] 3/3 done, 0 failed, 0 left" in text
+    assert "gpt: ok 3; failure rate 0%" in text
+
+
+def test_command_names_unknown_judges(setup):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match=r"unknown judges \['nope'\]"):
+        call_command("run_jury", study=setup.study.pk, judge=["nope"], inline=1)
+
+
+def test_coordinator_starts_watches_cancels_and_resumes_a_run(
+    client, setup, fake_provider, django_capture_on_commit_callbacks
+):
+    judge = judge_on(fake_provider)
+    client.force_login(setup.coordinator)
+    with django_capture_on_commit_callbacks(
+        execute=False
+    ):  # no worker here: keep the calls pending
+        response = client.post(f"/studies/{setup.study.pk}/jury/", {"judges": [judge.pk]})
+    run = JuryRun.objects.get()
+    assert (
+        response.status_code == 302
+        and response["Location"] == f"/studies/{setup.study.pk}/jury/runs/{run.pk}/"
+    )
+    page = client.get(response["Location"]).content.decode()
+    assert "0 of 3 calls done" in page and "3 remaining" in page
+    client.post(f"/studies/{setup.study.pk}/jury/runs/{run.pk}/cancel/")
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        client.post(f"/studies/{setup.study.pk}/jury/runs/{run.pk}/resume/")
+    assert len(callbacks) == 1  # the three pending calls are dispatched again
+    run.refresh_from_db()
+    assert run.status == "running" and not run.cancel_requested
+    csv_text = b"".join(
+        client.get(f"/studies/{setup.study.pk}/jury/runs/{run.pk}/calls.csv").streaming_content
+    ).decode()
+    assert (
+        csv_text.splitlines()[0].startswith("call_id,judge,item_id")
+        and len(csv_text.splitlines()) == 4
+    )
+
+
+def test_researchers_read_runs_but_cannot_start_or_cancel(client, setup, fake_provider):
+    judge = judge_on(fake_provider)
+    client.force_login(setup.researcher)
+    assert client.get(f"/studies/{setup.study.pk}/jury/").status_code == 200
+    assert (
+        client.post(f"/studies/{setup.study.pk}/jury/", {"judges": [judge.pk]}).status_code == 403
+    )
+    assert not JuryRun.objects.exists()
+
+
+def test_prompt_edits_are_new_versions_and_bad_templates_are_named(client, setup):
+    client.force_login(setup.coordinator)
+    url = f"/studies/{setup.study.pk}/jury/prompt/"
+    bad = client.post(url, {"name": "mine", "system_text": "", "body": "Rate {{answer}}"})
+    assert (
+        "answer" in bad.content.decode() and not PromptTemplate.objects.filter(name="mine").exists()
+    )
+    body = "Question: {{question}}\n<response>{{response}}</response>\n{{criteria}}"
+    client.post(url, {"name": "mine", "system_text": "", "body": body})
+    client.post(url, {"name": "mine", "system_text": "", "body": body + "\nBe strict."})
+    assert list(
+        PromptTemplate.objects.filter(name="mine")
+        .values_list("version", flat=True)
+        .order_by("version")
+    ) == [1, 2]
