@@ -384,7 +384,12 @@ def clinician_pairwise(
     for i, j in _pairs(study, min_shared_items):
         both = (study.rated[:, i] > 0) & (study.rated[:, j] > 0)
         m = z[both][:, [i, j]]
-        value = icc(m).get("ICC(C,k)").icc if np.ptp(m.sum(axis=1)) > 0 else float("nan")
+        # The same relative guard as the bootstrap: a pair whose summed z-scores vary only at
+        # rounding level has no between-item variance, so its ICC is undefined (not -1e31).
+        sums = m.sum(axis=1)
+        spread = float(((sums - sums.mean()) ** 2).sum())
+        defined = spread > 1e-12 * float((m * m).sum())
+        value = icc(m).get("ICC(C,k)").icc if defined else float("nan")
         rows.append((study.clinicians[i], study.clinicians[j], int(both.sum()), value))
     pairs = pd.DataFrame(rows, columns=["rater_a", "rater_b", "n_shared", "icc"])
     defined = pairs["icc"].notna()

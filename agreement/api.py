@@ -1,0 +1,177 @@
+"""REST API for agreement reports: list and create snapshots, read one as JSON, recompute
+it, and download its CSV or PDF. Same access as the pages (study readers; 404 for
+non-members, 403 for clinicians)."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.generics import ListAPIView, RetrieveAPIView
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agreement import analysis, services
+from agreement.models import ReportSnapshot
+from agreement.views import export_response
+from annotation.access import STUDY_READERS, get_study_for_user
+from annotation.models import RatingStudy
+
+
+class ReportSummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ReportSnapshot
+        fields = ["id", "title", "study", "created_at", "input_hash", "previous", "parameters"]
+
+
+class ReportSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ReportSnapshot
+        fields = [
+            "id",
+            "title",
+            "study",
+            "created_at",
+            "input_hash",
+            "previous",
+            "parameters",
+            "method",
+            "results",
+        ]
+
+
+class CreateReportSerializer(serializers.Serializer):
+    title = serializers.CharField(required=False, allow_blank=True, max_length=300)
+    n_resamples = serializers.IntegerField(
+        required=False, min_value=10, max_value=services.MAX_RESAMPLES
+    )
+    seed = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=services.MAX_SEED
+    )
+    confidence = serializers.FloatField(required=False, min_value=0.5, max_value=0.999)
+    ci_method = serializers.ChoiceField(choices=sorted(analysis.CI_METHODS), required=False)
+    values = serializers.ChoiceField(choices=["latest", "first"], required=False)
+    min_items = serializers.IntegerField(required=False, min_value=2, max_value=1000)
+    min_shared_items = serializers.IntegerField(required=False, min_value=2, max_value=1000)
+
+
+class _FileRenderer(BaseRenderer):
+    """Lets a client ask for the file's media type; the views return the bytes themselves."""
+
+    charset = None
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes) else json.dumps(data).encode()
+
+
+class CsvRenderer(_FileRenderer):
+    media_type = "text/csv"
+    format = "csv"
+
+
+class PdfRenderer(_FileRenderer):
+    media_type = "application/pdf"
+    format = "pdf"
+
+
+def _study(request: Request, study_id: int) -> RatingStudy:
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    return study
+
+
+def _snapshot(request: Request, study_id: int, report_id: int) -> ReportSnapshot:
+    snapshot = ReportSnapshot.objects.filter(study=_study(request, study_id), pk=report_id).first()
+    if snapshot is None:
+        raise Http404("No such report.")
+    return snapshot
+
+
+def _create(create, **kwargs) -> ReportSnapshot:
+    try:
+        return create(**kwargs)
+    except DjangoValidationError as exc:
+        detail = (
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
+        raise ValidationError(detail) from exc
+
+
+class ReportsApi(ListAPIView):
+    """A study's report snapshots, newest first (without their results); POST computes one."""
+
+    serializer_class = ReportSummarySerializer
+
+    def get_queryset(self):
+        study = _study(self.request, self.kwargs["study_id"])
+        return (
+            ReportSnapshot.objects.filter(study=study)
+            .defer("results", "method")
+            .order_by("-created_at", "-id")
+        )
+
+    @extend_schema(
+        request=CreateReportSerializer,
+        responses={201: ReportSerializer},
+        summary="Compute a new report snapshot (the seed is drawn and recorded when not given)",
+    )
+    def post(self, request: Request, study_id: int) -> Response:
+        study = _study(request, study_id)
+        params = CreateReportSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        snapshot = _create(
+            services.create_snapshot,
+            study=study,
+            actor=request.user,
+            parameters=dict(params.validated_data),
+        )
+        return Response(ReportSerializer(snapshot).data, status=status.HTTP_201_CREATED)
+
+
+class ReportApi(RetrieveAPIView):
+    """One snapshot: parameters, full method and results, exactly as computed."""
+
+    serializer_class = ReportSerializer
+
+    def get_object(self) -> ReportSnapshot:
+        return _snapshot(self.request, self.kwargs["study_id"], self.kwargs["report_id"])
+
+
+class RecomputeApi(APIView):
+    @extend_schema(
+        request=None,
+        responses={201: ReportSerializer},
+        summary="Recompute a snapshot with its parameters on today's scores (a new snapshot)",
+    )
+    def post(self, request: Request, study_id: int, report_id: int) -> Response:
+        snapshot = _snapshot(request, study_id, report_id)
+        fresh = _create(services.recompute_snapshot, snapshot=snapshot, actor=request.user)
+        return Response(ReportSerializer(fresh).data, status=status.HTTP_201_CREATED)
+
+
+class ReportCsvApi(APIView):
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)},
+        summary="The comparison table in long format (CSV)",
+    )
+    def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
+        return export_response(_snapshot(request, study_id, report_id), "csv")
+
+
+class ReportPdfApi(APIView):
+    renderer_classes = [JSONRenderer, PdfRenderer]
+
+    @extend_schema(
+        responses={(200, "application/pdf"): OpenApiResponse(OpenApiTypes.BINARY)},
+        summary="The report as a PDF (method, tables, plots)",
+    )
+    def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
+        return export_response(_snapshot(request, study_id, report_id), "pdf")

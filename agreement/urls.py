@@ -1,0 +1,31 @@
+"""Agreement report pages (``urlpatterns``, namespace "agreement") and API routes (``api``,
+namespace "agreement-api"). medhelm_site/urls.py mounts them under a study:
+
+    path("studies/<int:study_id>/agreement/", include("agreement.urls")),
+    path("api/studies/<int:study_id>/agreement/", include(agreement_urls.api)),
+"""
+
+from django.urls import path
+
+from agreement import api as api_views
+from agreement import views
+
+app_name = "agreement"
+
+urlpatterns = [
+    path("", views.reports, name="reports"),
+    path("<int:report_id>/", views.report, name="report"),
+    path("<int:report_id>/recompute/", views.recompute, name="recompute"),
+    path("<int:report_id>/report.<str:fmt>", views.report_export, name="export"),
+]
+
+api_urlpatterns = [
+    path("reports/", api_views.ReportsApi.as_view(), name="reports"),
+    path("reports/<int:report_id>/", api_views.ReportApi.as_view(), name="report"),
+    path("reports/<int:report_id>/recompute/", api_views.RecomputeApi.as_view(), name="recompute"),
+    path("reports/<int:report_id>/csv/", api_views.ReportCsvApi.as_view(), name="csv"),
+    path("reports/<int:report_id>/pdf/", api_views.ReportPdfApi.as_view(), name="pdf"),
+]
+
+#: For ``include(agreement.urls.api)`` under "api/studies/<int:study_id>/agreement/".
+api = (api_urlpatterns, "agreement-api")

@@ -1,0 +1,203 @@
+"""Agreement report pages: a study's reports with the "compute a new report" form, one report
+(server-rendered, no JavaScript, plots as inline SVG), its exports and recomputation.
+
+Readers of the study (coordinators and researchers) only: 404 for non-members, 403 for
+clinicians. Raters appear by study pseudonym only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from agreement import analysis, plots, services
+from agreement.models import ReportSnapshot
+from annotation.access import STUDY_READERS, Role, get_study_for_user
+from annotation.models import RatingStudy, StudyMembership
+
+
+class ReportForm(forms.Form):
+    title = forms.CharField(required=False, max_length=300)
+    n_resamples = forms.IntegerField(
+        label="Bootstrap resamples", min_value=10, max_value=services.MAX_RESAMPLES, initial=1000
+    )
+    seed = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=services.MAX_SEED,
+        help_text="Blank: a random seed, recorded with the report.",
+    )
+    confidence = forms.FloatField(min_value=0.5, max_value=0.999, initial=0.95)
+    ci_method = forms.ChoiceField(
+        label="Interval",
+        choices=[("bca", "BCa bootstrap"), ("percentile", "Percentile bootstrap")],
+        initial="bca",
+    )
+    values = forms.ChoiceField(
+        label="Clinician ratings",
+        choices=[("latest", "Latest values"), ("first", "As first submitted")],
+        initial="latest",
+    )
+    min_shared_items = forms.IntegerField(
+        label="Items a clinician pair must share",
+        required=False,
+        min_value=2,
+        max_value=1000,
+        initial=2,
+        help_text="MedHELM uses 2; pairs sharing only 2 items can give extreme ICCs.",
+    )
+
+
+def _snapshot_of(study: RatingStudy, report_id: int) -> ReportSnapshot:
+    snapshot = ReportSnapshot.objects.filter(study=study, pk=report_id).first()
+    if snapshot is None:
+        raise Http404("No such report.")
+    return snapshot
+
+
+def _pseudonyms(study: RatingStudy) -> dict[int, str]:
+    """user id -> a study pseudonym (any role), for "created by" without names."""
+    out: dict[int, str] = {}
+    for user_id, pseudonym in (
+        StudyMembership.objects.filter(study=study).exclude(pseudonym="").order_by("role")
+    ).values_list("user_id", "pseudonym"):
+        out.setdefault(user_id, pseudonym)
+    return out
+
+
+@login_required
+def reports(request: HttpRequest, study_id: int) -> HttpResponse:
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
+    form = ReportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            snapshot = services.create_snapshot(
+                study=study, actor=request.user, parameters=form.cleaned_data
+            )
+        except ValidationError as exc:
+            for field, msgs in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, msgs)
+        else:
+            messages.success(request, f"Report computed (seed {snapshot.parameters['seed']}).")
+            return redirect("agreement:report", study_id=study.pk, report_id=snapshot.pk)
+    snapshots = list(
+        ReportSnapshot.objects.filter(study=study)
+        .defer("results", "method")
+        .order_by("-created_at", "-id")[:200]
+    )
+    names = _pseudonyms(study)
+    rows = [(s, names.get(s.created_by_id, plots.DASH)) for s in snapshots]
+    return render(
+        request,
+        "agreement/reports.html",
+        {"study": study, "form": form, "rows": rows, "is_coordinator": Role.COORDINATOR in roles},
+    )
+
+
+def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
+    if cell is None:
+        return None
+    return {
+        **cell,
+        "estimate_text": plots.fmt(cell.get("estimate")),
+        "ci_text": plots.fmt_ci(cell.get("ci_low"), cell.get("ci_high")),
+    }
+
+
+def wide_table(results: dict[str, Any], section: str) -> list[dict[str, Any]]:
+    """Rows of one section, each with its cells in column order (None where missing)."""
+    columns = [c["column"] for c in results.get("columns", [])]
+    cells = [c for c in results.get("cells", []) if c["section"] == section]
+    order = list(dict.fromkeys((c["row_group"], c["row"]) for c in cells))
+    index = {(c["row_group"], c["row"], c["column"]): c for c in cells}
+    return [
+        {
+            "group": group,
+            "label": row,
+            "cells": [_display(index.get((group, row, col))) for col in columns],
+        }
+        for group, row in order
+    ]
+
+
+@login_required
+def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
+    snapshot = _snapshot_of(study, report_id)
+    results = snapshot.results
+    method = snapshot.method
+    later = list(snapshot.recomputations.order_by("created_at", "id").values_list("pk", flat=True))
+    return render(
+        request,
+        "agreement/report.html",
+        {
+            "study": study,
+            "snapshot": snapshot,
+            "created_by": _pseudonyms(study).get(snapshot.created_by_id, plots.DASH),
+            "is_coordinator": Role.COORDINATOR in roles,
+            "columns": results.get("columns", []),
+            "table2": wide_table(results, "overall"),
+            "per_criterion": wide_table(results, "criterion"),
+            "differences": [_display(d) for d in results.get("differences", [])],
+            "leaderboard": results.get("leaderboard", {}),
+            "coverage": results.get("coverage", {}),
+            "changes": results.get("changes"),
+            "method": method,
+            "method_json": json.dumps(method, indent=2, sort_keys=True),
+            "parameters": snapshot.parameters,
+            "figures": plots.svg_figures(results),
+            "later": later,
+            "clinician_column": analysis.CLINICIAN_COLUMN,
+        },
+    )
+
+
+def export_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
+    """The CSV, JSON or PDF of a stored snapshot as a download."""
+    name = f"agreement-report-{snapshot.study_id}-{snapshot.pk}"
+    if fmt == "csv":
+        response = HttpResponse(
+            services.export_csv(snapshot), content_type="text/csv; charset=utf-8"
+        )
+    elif fmt == "json":
+        response = JsonResponse(services.export_json(snapshot), json_dumps_params={"indent": 2})
+    elif fmt == "pdf":
+        response = HttpResponse(services.export_pdf(snapshot), content_type="application/pdf")
+    else:
+        raise Http404("Exports are csv, json or pdf.")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+@login_required
+def report_export(request: HttpRequest, study_id: int, report_id: int, fmt: str) -> HttpResponse:
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    return export_response(_snapshot_of(study, report_id), fmt)
+
+
+@login_required
+@require_POST
+def recompute(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    snapshot = _snapshot_of(study, report_id)
+    fresh = services.recompute_snapshot(snapshot=snapshot, actor=request.user)
+    changes = fresh.results.get("changes", {})
+    messages.success(
+        request,
+        "Recomputed with the same parameters: "
+        + ("the scores changed" if changes.get("input_changed") else "the scores are unchanged")
+        + f", {changes.get('n_cells_moved', 0)} cell(s) moved.",
+    )
+    return redirect("agreement:report", study_id=study.pk, report_id=fresh.pk)

@@ -1,0 +1,319 @@
+"""Study analyses on constructed score tables where the answer is known, and against the
+agreement.stats functions called directly on the same subsets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agreement import analysis
+from agreement.stats import (
+    bootstrap_clinician_pairwise,
+    bootstrap_machine_minus_clinicians,
+    bootstrap_machine_vs_clinicians,
+    clinician_pairwise,
+    helm_win_rates,
+    koo_li_interval_band,
+)
+
+CRITERIA = ("accuracy", "completeness", "clarity")
+BOOT = {"n_resamples": 200, "seed": 11, "confidence": 0.95}
+
+
+def _rows(item, rater, kind, values, attrs):
+    return [(item, c, rater, kind, float(v), *attrs) for c, v in zip(CRITERIA, values, strict=True)]
+
+
+def make_table(
+    *,
+    n_items: int = 40,
+    n_clinicians: int = 4,
+    raters_per_item: int | None = None,
+    clinician_noise: float = 0.0,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Clinician r scores a_r + b_r * latent (+ noise); "jury" and judge "linear" are exact
+    linear functions of the latent; judge "random" and metric "noise" are independent of it."""
+    rng = np.random.default_rng(seed)
+    latent = rng.normal(size=n_items)
+    rows = []
+    cats = ("Clinical Decision Support", "Medical Research Assistance", "Administration")
+    for i in range(n_items):
+        attrs = (f"model-{i % 3}", ("MedCalc", "MEDIQA")[i % 2], cats[i % 3])
+        if raters_per_item is None:
+            raters = range(n_clinicians)
+        else:
+            raters = rng.choice(n_clinicians, size=raters_per_item, replace=False)
+        for r in raters:
+            base = 1.0 + 0.3 * r + (1.0 + 0.5 * r) * latent[i]
+            noise = rng.normal(scale=clinician_noise, size=3) if clinician_noise else np.zeros(3)
+            rows += _rows(i, f"R{r + 1:02d}", "clinician", base + noise, attrs)
+        rows += _rows(i, "jury", "jury", [3 + 0.7 * latent[i]] * 3, attrs)
+        rows += _rows(i, "linear", "judge", [5 - 2 + 2 * latent[i]] * 3, attrs)
+        rows += _rows(i, "random", "judge", rng.normal(size=3), attrs)
+        rows.append((i, "overall", "noise", "metric", float(rng.uniform()), *attrs))
+    table = pd.DataFrame(
+        rows,
+        columns=[
+            "item",
+            "criterion",
+            "rater",
+            "rater_kind",
+            "value",
+            "model",
+            "benchmark",
+            "category",
+        ],
+    )
+    return table, latent
+
+
+def cell(comparison, column, row=analysis.ROW_ALL, section="overall"):
+    c = comparison.cells
+    sel = c.loc[(c["section"] == section) & (c["row"] == row) & (c["column"] == column)]
+    assert len(sel) == 1, (row, column)
+    return sel.iloc[0]
+
+
+def test_a_machine_linear_in_consistent_clinicians_has_icc_one():
+    # Clinicians who differ only by a linear transform have identical z-scores, so their mean
+    # z is the latent's z; a machine linear in the latent has the same z: ICC(3,2) = 1.
+    table, _ = make_table(n_items=30)
+    comp = analysis.comparison_table(table, **BOOT)
+    for machine in ("jury", "linear"):
+        c = cell(comp, machine)
+        assert c["estimate"] == pytest.approx(1.0, abs=1e-12)
+        assert c["status"] == "ok" and c["n_items"] == 30 and c["n_raters"] == 4
+        assert c["band"] == "excellent" and c["point_band"] == "excellent"
+    clin = cell(comp, analysis.CLINICIAN_COLUMN)
+    assert clin["estimate"] == pytest.approx(1.0, abs=1e-12)
+    assert clin["n_pairs"] == 6
+    diff = comp.differences.set_index(["row", "column"]).loc[(analysis.ROW_ALL, "jury")]
+    assert diff["estimate"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_random_machine_is_near_zero():
+    table, _ = make_table(n_items=240, n_clinicians=6, raters_per_item=2, clinician_noise=0.3)
+    comp = analysis.comparison_table(table, **BOOT)
+    for machine in ("random", "noise"):
+        c = cell(comp, machine)
+        assert abs(c["estimate"]) < 0.3
+        assert c["ci_low"] < 0 < c["ci_high"]
+        assert c["band"].startswith("poor")
+    assert cell(comp, "jury")["estimate"] > 0.8
+
+
+def test_rows_and_columns_have_medhelm_shape():
+    table, _ = make_table(n_items=24, raters_per_item=2, n_clinicians=5, clinician_noise=0.5)
+    comp = analysis.comparison_table(table, **BOOT)
+    assert [c["column"] for c in comp.columns] == [
+        "jury",
+        "linear",
+        "random",
+        "noise",
+        analysis.CLINICIAN_COLUMN,
+    ]
+    groups = [r["row_group"] for r in comp.rows]
+    assert groups[0] == "all" and groups.count("category") == 3 and groups.count("benchmark") == 2
+    assert comp.criteria == list(CRITERIA)
+    assert set(comp.cells["section"]) == {"overall", "criterion"}
+    assert len(comp.cells) == (len(comp.rows) + len(CRITERIA)) * len(comp.columns)
+    assert list(comp.cells.columns) == analysis.CELL_COLUMNS
+    # differences: the jury on every row, every machine on all items
+    assert len(comp.differences) == len(comp.rows) + 3
+
+
+def test_category_and_benchmark_rows_partition_the_items():
+    table, _ = make_table(n_items=33, raters_per_item=2, n_clinicians=5, clinician_noise=0.5)
+    subsets = analysis.row_subsets(table)
+    all_items = set(subsets[0][2])
+    for group in ("category", "benchmark"):
+        parts = [set(items) for g, _, items in subsets if g == group]
+        assert set().union(*parts) == all_items
+        assert sum(len(p) for p in parts) == len(all_items)
+    comp = analysis.comparison_table(table, **BOOT)
+    c = comp.cells.loc[(comp.cells["section"] == "overall") & (comp.cells["column"] == "jury")]
+    for group in ("category", "benchmark"):
+        assert c.loc[c["row_group"] == group, "n_items"].sum() == 33
+
+
+def test_cells_equal_the_stats_functions_on_the_same_subset():
+    table, _ = make_table(n_items=36, raters_per_item=2, n_clinicians=5, clinician_noise=0.7)
+    comp = analysis.comparison_table(table, method="percentile", **BOOT)
+    for _group, row, items in analysis.row_subsets(table):
+        sub = table.loc[table["item"].isin(items)]
+        for machine in ("jury", "random", "noise"):
+            direct = bootstrap_machine_vs_clinicians(
+                sub, machine=machine, method="percentile", on_degenerate="drop", **BOOT
+            )
+            got = cell(comp, machine, row=row)
+            assert got["estimate"] == pytest.approx(direct.estimate, abs=1e-12)
+            assert got["ci_low"] == pytest.approx(direct.ci_low, abs=1e-12)
+            assert got["ci_high"] == pytest.approx(direct.ci_high, abs=1e-12)
+            assert got["band"] == koo_li_interval_band(direct.ci_low, direct.ci_high)
+            assert got["ci_method"] == "bootstrap over items, percentile"
+        clin = sub.loc[sub["rater_kind"] == "clinician"]
+        direct = bootstrap_clinician_pairwise(
+            clin, method="percentile", on_degenerate="drop", **BOOT
+        )
+        got = cell(comp, analysis.CLINICIAN_COLUMN, row=row)
+        assert got["estimate"] == pytest.approx(direct.estimate, abs=1e-12)
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx((direct.ci_low, direct.ci_high))
+        d = bootstrap_machine_minus_clinicians(
+            sub, machine="jury", method="percentile", on_degenerate="drop", **BOOT
+        )
+        got = comp.differences.set_index(["row", "column"]).loc[(row, "jury")]
+        assert got["estimate"] == pytest.approx(d.estimate, abs=1e-12)
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx((d.ci_low, d.ci_high))
+
+
+def test_per_criterion_cells_and_metrics_against_each_criterion():
+    table, _ = make_table(n_items=30, raters_per_item=2, n_clinicians=5, clinician_noise=0.7)
+    comp = analysis.comparison_table(table, **BOOT)
+    for criterion in CRITERIA:
+        sub = table.loc[(table["criterion"] == criterion) | (table["rater_kind"] == "metric")]
+        assert set(sub.loc[sub["rater"] == "noise", "criterion"]) == {"overall"}
+        for machine in ("jury", "noise"):
+            direct = bootstrap_machine_vs_clinicians(
+                sub, machine=machine, on_degenerate="drop", **BOOT
+            )
+            got = cell(comp, machine, row=criterion, section="criterion")
+            assert got["estimate"] == pytest.approx(direct.estimate, abs=1e-12)
+            assert got["ci_low"] == pytest.approx(direct.ci_low, abs=1e-12)
+
+
+def test_cells_with_too_little_data_say_why():
+    table, _ = make_table(n_items=20, raters_per_item=2, n_clinicians=4, clinician_noise=0.5)
+    # a tiny category of 2 items, and a judge that scored only 2 items
+    table.loc[table["item"].isin([0, 1]), "category"] = "Tiny"
+    table = table.loc[~((table["rater"] == "random") & (table["item"] > 1))]
+    comp = analysis.comparison_table(table, **BOOT)
+    tiny = cell(comp, "jury", row="Tiny")
+    assert tiny["status"] == "insufficient" and pd.isna(tiny["estimate"])
+    assert "fewer than 3 items" in tiny["reason"]
+    assert "fewer than 3 items" in cell(comp, analysis.CLINICIAN_COLUMN, row="Tiny")["reason"]
+    absent = cell(comp, "random", row="Administration")
+    assert absent["status"] == "insufficient" and "no scores from random" in absent["reason"]
+    diff = comp.differences.set_index(["row", "column"]).loc[("Tiny", "jury")]
+    assert diff["status"] == "insufficient" and diff["reason"]
+
+
+def test_the_same_seed_gives_the_same_report():
+    table, _ = make_table(n_items=24, raters_per_item=2, n_clinicians=5, clinician_noise=0.5)
+    a = analysis.comparison_table(table, **BOOT)
+    b = analysis.comparison_table(table, **BOOT)
+    pd.testing.assert_frame_equal(a.cells, b.cells)
+    c = analysis.comparison_table(table, **{**BOOT, "seed": 12})
+    assert not np.allclose(
+        a.cells["ci_low"].astype(float), c.cells["ci_low"].astype(float), equal_nan=True
+    )
+
+
+def _leader_table() -> pd.DataFrame:
+    # jury composites per (benchmark, model): b1: m1 4, m2 3, m3 3; b2: m1 2, m2 5, m3 3
+    jury = {("b1", "m1"): 4, ("b1", "m2"): 3, ("b1", "m3"): 3, ("b2", "m1"): 2, ("b2", "m2"): 5,
+            ("b2", "m3"): 3}  # fmt: skip
+    rows, item = [], 0
+    for (bench, model), score in jury.items():
+        for _ in range(2):
+            attrs = (model, bench, "Cat A" if bench == "b1" else "Cat B")
+            rows += _rows(item, "jury", "jury", [score] * 3, attrs)
+            rows += _rows(item, "R01", "clinician", [score + 1] * 3, attrs)
+            rows += _rows(item, "R02", "clinician", [score - 1, score, score + 1], attrs)
+            item += 1
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "item",
+            "criterion",
+            "rater",
+            "rater_kind",
+            "value",
+            "model",
+            "benchmark",
+            "category",
+        ],
+    )
+
+
+def _calls() -> pd.DataFrame:
+    base = {"judge": "gpt", "status": "ok", "price_input_per_mtok": 2.5,
+            "price_output_per_mtok": 10.0, "max_output_tokens": 512}  # fmt: skip
+    rows = [
+        {**base, "item": 0, "model": "m1", "cached": False, "input_tokens": 1000.0,
+         "output_tokens": 200.0, "cost": 0.0045},
+        {**base, "item": 1, "model": "m1", "cached": False, "input_tokens": 3000.0,
+         "output_tokens": 100.0, "cost": 0.0085},
+        # a cache hit costs nothing and is not counted; nor is a call without token usage
+        {**base, "item": 1, "model": "m1", "cached": True, "input_tokens": None,
+         "output_tokens": None, "cost": 0.0},
+        {**base, "item": 2, "model": "m2", "status": "provider_error", "cached": False,
+         "input_tokens": None, "output_tokens": None, "cost": None},
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_leaderboard_means_win_rates_and_costs():
+    table = _leader_table()
+    board = analysis.leaderboard(table, _calls())
+    by_model = board.by_model.set_index("model")
+    assert by_model.loc["m1", "jury_mean"] == pytest.approx(3.0)
+    assert by_model.loc["m1", "clinician_mean"] == pytest.approx(3.5)  # (score+1 + score) / 2
+    assert by_model.loc["m1", "n_items_jury"] == 4
+    # HELM: b1 m1 1, m2 0.25, m3 0.25; b2 m1 0, m2 1, m3 0.5
+    assert by_model.loc["m1", "win_rate_jury"] == pytest.approx(0.5)
+    assert by_model.loc["m2", "win_rate_jury"] == pytest.approx(0.625)
+    assert by_model.loc["m3", "win_rate_jury"] == pytest.approx(0.375)
+    per = table.loc[table["rater"] == "jury"].groupby(["benchmark", "model"])["value"].mean()
+    direct = helm_win_rates(per.rename("score").reset_index()).set_index("model")["win_rate"]
+    for model, value in direct.items():
+        assert by_model.loc[model, "win_rate_jury"] == pytest.approx(value)
+    assert by_model.loc["m2", "win_rate_clinician"] == pytest.approx(0.625)
+    assert list(board.by_model["model"]) == ["m2", "m1", "m3"]
+    # billed: (0.0045 + 0.0085) / 2 items; estimate: input + 512 max output at list prices
+    assert by_model.loc["m1", "cost_per_item"] == pytest.approx(0.0065)
+    est = ((1000 + 3000) * 2.5 + 2 * 512 * 10) / 1e6 / 2
+    assert by_model.loc["m1", "cost_estimate_per_item"] == pytest.approx(est)
+    assert pd.isna(by_model.loc["m2", "cost_per_item"])
+    judge = board.cost_by_judge.set_index("judge").loc["gpt"]
+    assert (judge["n_calls"], judge["n_calls_costed"]) == (4, 2)
+    cat = board.by_model_category.set_index(["model", "category"])
+    assert cat.loc[("m2", "Cat B"), "jury_mean"] == pytest.approx(5.0)
+    assert set(board.notes) >= {"cost_per_item", "cost_estimate_per_item", "win_rate"}
+
+
+def test_leaderboard_without_calls_or_jury():
+    table = _leader_table()
+    table = table.loc[table["rater_kind"] != "jury"]
+    empty_calls = _calls().iloc[0:0]
+    board = analysis.leaderboard(table, empty_calls)
+    assert board.by_model["jury_mean"].isna().all()
+    assert board.by_model["win_rate_clinician"].notna().all()
+    assert board.cost_by_judge.empty
+
+
+def test_plot_data_has_items_and_pairs():
+    table, _ = make_table(n_items=20, raters_per_item=2, n_clinicians=4, clinician_noise=0.5)
+    data = analysis.plot_data(table)
+    assert len(data["items"]) == 20
+    assert {"clinician_mean", "jury", "clinician_z", "jury_z", "category"} <= set(data["items"][0])
+    assert data["clinicians"] == ["R01", "R02", "R03", "R04"]
+    assert data["pairs"] and {"rater_a", "rater_b", "n_shared", "icc"} <= set(data["pairs"][0])
+
+
+def test_a_pair_with_no_variation_up_to_rounding_is_undefined():
+    a = {1: (4, 5, 5), 2: (2, 3, 1), 3: (1, 4, 1)}
+    b = {1: (4, 5, 1), 2: (4, 2, 5), 4: (5, 3, 3)}
+    rows = [
+        (item, c, rater, "clinician", float(v))
+        for rater, ratings in (("A", a), ("B", b))
+        for item, values in ratings.items()
+        for c, v in zip(CRITERIA, values, strict=True)
+    ]
+    table = pd.DataFrame(rows, columns=["item", "criterion", "rater", "rater_kind", "value"])
+    try:
+        result = clinician_pairwise(table)
+    except ValueError:
+        return  # fixed: the only pair is undefined, so there is no mean
+    assert abs(result.mean_icc) <= 1.0e6, result.mean_icc
