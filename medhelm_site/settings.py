@@ -185,6 +185,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_TRACK_STARTED = True
 
+# Composition of the apps, by name, so that no app imports one further up the chain
+# (delphi <- annotation <- jury <- agreement):
+# Celery tasks run with the ImportJob id after an item import succeeds (each decides whether
+# the job concerns it); set to an empty string to run none.
+MEDHELM_AFTER_IMPORT_TASKS = env_list("MEDHELM_AFTER_IMPORT_TASKS", "jury.import_helm_verdicts")
+# Management commands that load the demo, in order (`manage.py rundemo`).
+MEDHELM_DEMO_LOADERS = ["load_demo", "load_demo_jury"]
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first, so that an anonymous API request gets 401 with WWW-Authenticate.

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from agreement import urls as agreement_urls
 from annotation.views import home as annotation_home
 
 _form = "registration/simple_form.html"
@@ -65,6 +66,9 @@ urlpatterns = [
     path("", annotation_home.home, name="home"),
     path("accounts/", include(account_urls)),
     path("studies/", include("annotation.urls")),
+    path("studies/<int:study_id>/jury/", include("jury.urls")),
+    path("studies/<int:study_id>/agreement/", include("agreement.urls")),
+    path("api/studies/<int:study_id>/agreement/", include(agreement_urls.api)),
     path("api/", include("annotation.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("admin/", admin.site.urls),

@@ -26,7 +26,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, host: str, port: str, no_worker: bool, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)
-        call_command("load_demo")
+        for loader in settings.MEDHELM_DEMO_LOADERS:
+            call_command(loader)
         children: list[subprocess.Popen] = []
         python = sys.executable
         if not no_worker:
