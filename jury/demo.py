@@ -7,7 +7,8 @@ from django.db import transaction
 from annotation.demo import DEMO_STUDY_NAME
 from annotation.models import RatingStudy
 from jury import services
-from jury.models import Judge
+from jury.metric_services import enqueue_compute_metrics
+from jury.models import Judge, MetricScore
 
 LOCAL_JUDGE_NAME = "smollm2-local"
 
@@ -30,11 +31,14 @@ def ensure_local_judge() -> Judge:
 
 @transaction.atomic
 def load_demo_jury(*, start_run: bool = True) -> Judge:
-    """The local judge and, once, a jury run over the demo study (scored by the worker in the
-    background: a 135M model is a weak judge, there so that the pipeline runs for real)."""
+    """The local judge and, once, a jury run and the automatic metrics over the demo study,
+    computed by the worker in the background (a 135M model is a weak judge: it is there so
+    that the whole pipeline runs for real, offline)."""
     judge = ensure_local_judge()
     services.ensure_default_prompt_template()
     study = RatingStudy.objects.filter(name=DEMO_STUDY_NAME).first()
     if start_run and study is not None and not study.jury_runs.exists():
         services.start_run(study=study, judges=[judge], actor=study.created_by)
+    if start_run and study is not None and not MetricScore.objects.filter(item__study=study).exists():
+        enqueue_compute_metrics(study=study)  # ROUGE-L and BERTScore, in the worker
     return judge
