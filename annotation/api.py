@@ -148,23 +148,28 @@ class AssignmentApi(APIView):
         return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
 
 
+def _write_answers(request: Request, assignment_id: int, service) -> Response:
+    """Parse the answers, run the draft or submit service, answer with the rater's view."""
+    assignment = _own_assignment(request, assignment_id)
+    answers, seconds = _answers(request.data)
+    try:
+        assignment = service(
+            assignment_id=assignment.pk,
+            clinician=request.user,
+            answers=answers,
+            time_spent_seconds=seconds,
+        )
+    except DjangoValidationError as exc:
+        _raise_as_api_error(exc)
+    return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
+
+
 class DraftApi(APIView):
     """Autosave. PUT (or POST, for a closing page) the answers entered so far."""
 
     @extend_schema(request=AnswersSerializer, responses=RaterItemSerializer)
     def put(self, request: Request, assignment_id: int) -> Response:
-        assignment = _own_assignment(request, assignment_id)
-        answers, seconds = _answers(request.data)
-        try:
-            assignment = services.save_draft(
-                assignment_id=assignment.pk,
-                clinician=request.user,
-                answers=answers,
-                time_spent_seconds=seconds,
-            )
-        except DjangoValidationError as exc:
-            _raise_as_api_error(exc)
-        return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
+        return _write_answers(request, assignment_id, services.save_draft)
 
     post = put
 
@@ -174,18 +179,7 @@ class SubmitApi(APIView):
 
     @extend_schema(request=AnswersSerializer, responses=RaterItemSerializer)
     def post(self, request: Request, assignment_id: int) -> Response:
-        assignment = _own_assignment(request, assignment_id)
-        answers, seconds = _answers(request.data)
-        try:
-            assignment = services.submit_assignment(
-                assignment_id=assignment.pk,
-                clinician=request.user,
-                answers=answers,
-                time_spent_seconds=seconds,
-            )
-        except DjangoValidationError as exc:
-            _raise_as_api_error(exc)
-        return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
+        return _write_answers(request, assignment_id, services.submit_assignment)
 
 
 class FlagApi(APIView):
