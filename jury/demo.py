@@ -39,6 +39,10 @@ def load_demo_jury(*, start_run: bool = True) -> Judge:
     study = RatingStudy.objects.filter(name=DEMO_STUDY_NAME).first()
     if start_run and study is not None and not study.jury_runs.exists():
         services.start_run(study=study, judges=[judge], actor=study.created_by)
-    if start_run and study is not None and not MetricScore.objects.filter(item__study=study).exists():
+    if (
+        start_run
+        and study is not None
+        and not MetricScore.objects.filter(item__study=study).exists()
+    ):
         enqueue_compute_metrics(study=study)  # ROUGE-L and BERTScore, in the worker
     return judge

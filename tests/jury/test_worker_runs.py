@@ -59,14 +59,28 @@ def start(study, judge) -> JuryRun:
 @pytest.mark.django_db(transaction=True)
 def test_a_run_on_a_real_worker_with_redis(tmp_path, redis_broker, fake_provider):
     study = make_study_with_members(n_items=6, n_clinicians=2, k=2).study
-    judge = Judge.objects.create(name="gpt", provider="openai", model_id="m", endpoint=fake_provider.openai_url,
-                                 api_key_env="FAKE_PROVIDER_KEY", max_concurrency=3,
-                                 price_input_per_mtok=Decimal(1), price_output_per_mtok=Decimal(2))
+    judge = Judge.objects.create(
+        name="gpt",
+        provider="openai",
+        model_id="m",
+        endpoint=fake_provider.openai_url,
+        api_key_env="FAKE_PROVIDER_KEY",
+        max_concurrency=3,
+        price_input_per_mtok=Decimal(1),
+        price_output_per_mtok=Decimal(2),
+    )
     fake_provider.latency_seconds = 0.1
-    with running_worker(broker_url=redis_broker, result_backend=redis_broker, log_path=tmp_path / "w.log",
-                        concurrency=4, extra_env={"FAKE_PROVIDER_KEY": "sk-test"}):
+    with running_worker(
+        broker_url=redis_broker,
+        result_backend=redis_broker,
+        log_path=tmp_path / "w.log",
+        concurrency=4,
+        extra_env={"FAKE_PROVIDER_KEY": "sk-test"},
+    ):
         run = start(study, judge)
-        wait_for(lambda: JuryRun.objects.get(pk=run.pk).status == "finished", 90, "the run to finish")
+        wait_for(
+            lambda: JuryRun.objects.get(pk=run.pk).status == "finished", 90, "the run to finish"
+        )
     assert run.calls.filter(status="ok").count() == 6
     assert fake_provider.max_in_flight <= 3
     assert fake_provider.total_requests == 6
@@ -77,13 +91,26 @@ def test_a_run_on_a_real_worker_with_redis(tmp_path, redis_broker, fake_provider
 @pytest.mark.django_db(transaction=True)
 def test_resume_after_a_worker_is_killed_mid_run(tmp_path, redis_broker, fake_provider):
     study = make_study_with_members(n_items=12, n_clinicians=2, k=2).study
-    judge = Judge.objects.create(name="gpt", provider="openai", model_id="m", endpoint=fake_provider.openai_url,
-                                 api_key_env="FAKE_PROVIDER_KEY", max_concurrency=2, timeout_seconds=30,
-                                 price_input_per_mtok=Decimal(1), price_output_per_mtok=Decimal(2))
+    judge = Judge.objects.create(
+        name="gpt",
+        provider="openai",
+        model_id="m",
+        endpoint=fake_provider.openai_url,
+        api_key_env="FAKE_PROVIDER_KEY",
+        max_concurrency=2,
+        timeout_seconds=30,
+        price_input_per_mtok=Decimal(1),
+        price_output_per_mtok=Decimal(2),
+    )
     fake_provider.latency_seconds = 0.6
     env = {"FAKE_PROVIDER_KEY": "sk-test"}
-    with running_worker(broker_url=redis_broker, result_backend=redis_broker, log_path=tmp_path / "w1.log",
-                        concurrency=2, extra_env=env) as worker:
+    with running_worker(
+        broker_url=redis_broker,
+        result_backend=redis_broker,
+        log_path=tmp_path / "w1.log",
+        concurrency=2,
+        extra_env=env,
+    ) as worker:
         run = start(study, judge)
         wait_for(lambda: run.calls.filter(status="ok").count() >= 3, 90, "three calls done")
         # SIGKILL the worker and its pool processes: no warm shutdown, leases left behind.
@@ -98,13 +125,24 @@ def test_resume_after_a_worker_is_killed_mid_run(tmp_path, redis_broker, fake_pr
     pending = list(run.calls.filter(status="pending").values_list("pk", flat=True))
     assert resent == len(pending) > 0
     send(pending)
-    with running_worker(broker_url=redis_broker, result_backend=redis_broker, log_path=tmp_path / "w2.log",
-                        concurrency=2, extra_env=env):
-        wait_for(lambda: JuryRun.objects.get(pk=run.pk).status == "finished", 120, "the resumed run to finish")
+    with running_worker(
+        broker_url=redis_broker,
+        result_backend=redis_broker,
+        log_path=tmp_path / "w2.log",
+        concurrency=2,
+        extra_env=env,
+    ):
+        wait_for(
+            lambda: JuryRun.objects.get(pk=run.pk).status == "finished",
+            120,
+            "the resumed run to finish",
+        )
     assert run.calls.filter(status="ok").count() == 12
     # What was done before the kill was not asked again, and every call was billed once.
     for prompt_hash in done_before:
-        assert fake_provider.per_prompt_hash[_fake_key(prompt_hash, run)] == requests_before.get(_fake_key(prompt_hash, run), 0)
+        assert fake_provider.per_prompt_hash[_fake_key(prompt_hash, run)] == requests_before.get(
+            _fake_key(prompt_hash, run), 0
+        )
     assert JudgeCall.objects.filter(run=run, cost__isnull=True).count() == 0
     assert JudgeCall.objects.filter(run=run, cached_from__isnull=False).count() == 0
 
