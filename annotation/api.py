@@ -11,6 +11,7 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -252,11 +253,12 @@ class RatingsExportApi(APIView):
     """Submitted ratings in long format (JSON); pseudonyms only. CSV: the page's export link."""
 
     @extend_schema(
+        responses=OpenApiTypes.OBJECT,
         parameters=[
             OpenApiParameter(
                 "values", str, enum=["latest", "first"], description="latest (default) or first"
             )
-        ]
+        ],
     )
     def get(self, request: Request, study_id: int) -> Response:
         study, _ = get_study_for_user(
