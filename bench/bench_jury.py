@@ -29,10 +29,10 @@ items x judges x latency / (judges x concurrency); target: wall / ideal <= 1.25.
 5. Phase 2: a new study (so the cache serves nothing), `--failure-rate` of the requests answered
    429 (with Retry-After `--retry-after` s) or 500, chosen by the server's seeded RNG. Then the
    accounting, from the database and from the server's own counters: no call pending, ok +
-   failed = total, per call the server saw exactly `attempts` requests and at most one
-   successful (billed) response, every ok call was billed exactly once and every failed one
-   never, tokens and cost in the database equal what the server reported times the judge's
-   prices, no (judge, prompt hash) billed twice, no lease left behind.
+   failed = total, per call the server saw exactly `attempts` requests (at most 1 + its failed
+   ones), every answered call (ok, invalid verdict, refused) was billed exactly once and every
+   call without an answer never, tokens and cost in the database equal what the server billed
+   times the judge's prices, no (judge, prompt hash) billed twice, no lease left behind.
 6. Phase 3: phase 1's items again: every call must come from the cache, with 0 requests to
    the server and cost 0.
 
@@ -41,6 +41,8 @@ around execute_call's phases (cache lookup, limiter acquire/release, provider ca
 finish check), per-thread CPU, and every SQL statement counted and timed by kind; --cprofile
 adds cProfile inside the task. Both slow the worker down: use them to see where the time goes,
 not for the ratio. Exit status 1 if an accounting check fails or a run does not finish.
+An advisory lock (named after the database and the Redis URL) keeps a second run on the same
+ones from starting and dropping the first one's database.
 
 The worker, the fake server, PostgreSQL, Redis and this process share the machine's cores (2
 on the reference machine, shared with other jobs): figures are noisy. Compare runs made on the
@@ -794,14 +796,6 @@ def seed(items: int, fake_url: str, concurrency: int) -> dict[str, Any]:
 # --- one phase -------------------------------------------------------------------------------
 
 
-class PhaseResult:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.ok = True
-        self.lines: list[str] = []
-        self.problems: list[str] = []
-
-
 def run_phase(
     *,
     name: str,
@@ -815,8 +809,6 @@ def run_phase(
     timeout: float,
 ) -> dict[str, Any]:
     """Start a run on `study` with `judges`, wait for it to finish, return what was measured."""
-    from django.utils import timezone
-
     from jury import services
     from jury.models import JuryRun
 
@@ -872,7 +864,6 @@ def run_phase(
         "rollbacks": stats_after["rollbacks"] - stats_before["rollbacks"],
         "deadlocks": stats_after["deadlocks"] - stats_before["deadlocks"],
         "server": server.stats(),
-        "now": timezone.now(),
     }
 
 
@@ -919,6 +910,8 @@ def accounting(
         .annotate(n=Count("id"))
         .values_list("call_id", "n")
     )
+    # An invalid verdict or a refusal is an answer too: billed like an ok call.
+    answered = (JudgeCall.Status.OK, JudgeCall.Status.INVALID, JudgeCall.Status.REFUSED)
     by_status = Counter(c["status"] for c in calls)
     pending = by_status.get(JudgeCall.Status.PENDING, 0)
     ok = by_status.get(JudgeCall.Status.OK, 0)
@@ -968,9 +961,9 @@ def accounting(
                 c,
                 f"{requests} requests, {err_out} failed",
             )
-        if c["status"] == JudgeCall.Status.OK:
+        if c["status"] in answered:  # the provider answered: billed once, at its price
             if billed != 1:
-                bad("ok call not billed exactly once by the server", c, f"billed {billed} times")
+                bad("answered call not billed exactly once by the server", c, f"billed {billed}")
             p_in, p_out = prices[c["judge_id"]]
             expected = (
                 (Decimal(n_in) * p_in + Decimal(n_out) * p_out) / Decimal(1_000_000)
@@ -984,13 +977,13 @@ def accounting(
                 )
             if cost != expected:
                 bad("cost != billed tokens x prices", c, f"{cost} vs {expected}")
-            if scores.get(c["pk"], 0) != n_criteria:
+            if c["status"] == JudgeCall.Status.OK and scores.get(c["pk"], 0) != n_criteria:
                 bad(
                     "ok call without one score per criterion", c, f"{scores.get(c['pk'], 0)} scores"
                 )
         elif c["status"] != JudgeCall.Status.PENDING:
             if billed:
-                bad("failed call that the server billed (a lost answer)", c, f"billed {billed}")
+                bad("call without an answer that the server billed (a lost answer)", c, str(billed))
             if cost:
                 bad("failed call with a cost", c, str(cost))
     stray = [k for k in per_key if k not in seen_keys]
@@ -1160,7 +1153,7 @@ def report_phase(
     return problems
 
 
-def report_instrumentation(workers: Workers, calls: int) -> None:
+def report_instrumentation(workers: Workers) -> None:
     merged_phases: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
     merged_sql: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     acquire: Counter[str] = Counter()
@@ -1491,7 +1484,7 @@ def _bench(args: argparse.Namespace) -> int:
             else:
                 print(f"  -> {verdict}")
         if args.instrument or args.cprofile:
-            report_instrumentation(workers, 0)
+            report_instrumentation(workers)
     finally:
         if workers is not None:
             workers.stop()
