@@ -145,7 +145,7 @@ def balanced_design(
             candidates[new] = False
             if not candidates.any():
                 raise DesignError(
-                    f"item {item_order_name(items, row)} could not get k={k} raters: "
+                    f"item {items[row]!r} could not get k={k} raters: "
                     "the exclusions leave no rater with free capacity"
                 )
             # A rater with as many free slots as items left that they may rate must be on
@@ -185,10 +185,6 @@ def balanced_design(
         (raters[a], raters[b]): int(pairs[a, b]) for a in range(c) for b in range(a + 1, c)
     }
     return Design(new_raters=new_raters, orders=orders, workload=workload, pair_counts=pair_counts)
-
-
-def item_order_name(items: Sequence[Hashable], row: int) -> str:
-    return repr(items[row])
 
 
 def _improve_pair_balance(

@@ -9,6 +9,7 @@ prompt hash) are served from an earlier ok call at no cost.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 import time
@@ -37,8 +38,6 @@ _clients_lock = threading.Lock()
 
 def _client(judge: Judge) -> providers.JudgeClient:
     """One SDK client per judge definition and process (they pool connections)."""
-    import os
-
     api_key = os.environ.get(judge.api_key_env) if judge.api_key_env else None
     key = (
         judge.pk,
@@ -141,11 +140,12 @@ def _save_outcome(
     attempts: int,
     latency_ms: int | None,
     criteria: tuple[providers.CriterionSpec, ...],
-) -> None:
+) -> str:
+    """Store a call's outcome and scores; returns the call's final status."""
     with transaction.atomic():
         fresh = JudgeCall.objects.select_for_update().select_related("judge").get(pk=call.pk)
         if fresh.status != JudgeCall.Status.PENDING:
-            return  # another worker finished it first; keep theirs
+            return fresh.status  # another worker finished it first; keep theirs
         fresh.attempts = attempts
         fresh.latency_ms = latency_ms
         fresh.error = error[:5000]
@@ -175,8 +175,22 @@ def _save_outcome(
                             )
                         )
         fresh.status = status
-        fresh.save()
+        # Not the prompt: it never changes and is the largest field of the row.
+        fresh.save(
+            update_fields=[
+                "status",
+                "attempts",
+                "latency_ms",
+                "error",
+                "finished_at",
+                "raw_output",
+                "input_tokens",
+                "output_tokens",
+                "cost",
+            ]
+        )
         JudgeScore.objects.bulk_create(scores)
+    return status
 
 
 def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = None) -> str:
@@ -192,9 +206,10 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
         return call.status
     if call.run.cancel_requested:
         return call.status
-    JuryRun.objects.filter(pk=call.run_id, status=JuryRun.Status.QUEUED).update(
-        status=JuryRun.Status.RUNNING, started_at=timezone.now()
-    )
+    if call.run.status == JuryRun.Status.QUEUED:  # only the run's first calls write this
+        JuryRun.objects.filter(pk=call.run_id, status=JuryRun.Status.QUEUED).update(
+            status=JuryRun.Status.RUNNING, started_at=timezone.now()
+        )
     if _copy_from_cache(call):
         _finish_run_if_done(call.run_id)
         return JudgeCall.objects.get(pk=call.pk).status
@@ -268,7 +283,7 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
             break
         latency_ms = int((time.monotonic() - started) * 1000)
         status = JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK
-        _save_outcome(
+        final = _save_outcome(
             call,
             status=status,
             criteria_ids=criteria_ids,
@@ -280,8 +295,8 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
         )
         limits.release(call=call)
         _finish_run_if_done(call.run_id)
-        return JudgeCall.objects.get(pk=call.pk).status
-    _save_outcome(
+        return final
+    final = _save_outcome(
         call,
         status=last_status,
         criteria_ids=criteria_ids,
@@ -292,4 +307,4 @@ def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = 
         criteria=criteria,
     )
     _finish_run_if_done(call.run_id)
-    return JudgeCall.objects.get(pk=call.pk).status
+    return final

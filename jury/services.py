@@ -14,7 +14,7 @@ from annotation import audit
 from annotation.models import Item, RatingStudy
 from delphi.models import TaxonomyNode
 from jury import limits
-from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
+from jury.models import Judge, JudgeCall, JudgeLease, JuryRun, PromptTemplate
 from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, prompt_hash, render_prompt, validate_template
 from jury.providers.base import CriterionSpec
 
@@ -143,6 +143,8 @@ def start_run(
         study=study, prompt_template=template, filters=filters, created_by=actor
     )
     run.judges.set(judges)
+    for judge in judges:
+        limits.ensure_limiter(judge)
     calls = []
     for item in items:
         prompt = render_prompt(
@@ -153,7 +155,6 @@ def start_run(
             criteria=criteria,
         )
         for judge in judges:
-            limits.ensure_limiter(judge)
             calls.append(
                 JudgeCall(
                     run=run,
@@ -198,8 +199,6 @@ def resume_run(*, run: JuryRun, actor: AbstractBaseUser | None, dispatch: bool =
     retried.update(status=JudgeCall.Status.PENDING, error="")
     pending = list(run.calls.filter(status=JudgeCall.Status.PENDING).values_list("pk", flat=True))
     # A pending call's stale lease (its worker died) must not block it.
-    from jury.models import JudgeLease
-
     JudgeLease.objects.filter(call_id__in=pending).delete()
     run.cancel_requested = False
     run.status = JuryRun.Status.RUNNING if pending else JuryRun.Status.FINISHED
