@@ -42,6 +42,9 @@ def test_command_runs_inline_with_a_progress_bar(fake_provider, monkeypatch):
     run = JuryRun.objects.get()
     assert run.status == "finished" and run.calls.filter(status="ok").count() == 3
     assert "[##############################] 3/3 done, 0 failed, 0 left" in text
+    # Not a terminal: one line per change of progress, never the same line twice.
+    progress_lines = [line for line in text.splitlines() if line.startswith("[")]
+    assert len(progress_lines) == len(set(progress_lines)) and "\r" not in text
     assert "gpt: ok 3; failure rate 0%" in text
 
 

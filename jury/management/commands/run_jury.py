@@ -114,14 +114,21 @@ class Command(BaseCommand):
         except Exception as exc:
             raise CommandError(str(exc)) from exc
 
+    _last_line = ""
+
     def _show(self, run: JuryRun) -> selectors.RunProgress:
+        """Redraw the bar in a terminal; in a log, write a line only when progress moves."""
         p = selectors.run_progress(run=run)
         eta = f" ETA {p.eta_seconds:.0f}s" if p.eta_seconds is not None else ""
-        line = (
-            f"\r{bar(p.done, p.total)} {p.done}/{p.total} done, {p.failed} failed, {p.remaining} left, "
-            f"{p.input_tokens + p.output_tokens} tokens, ${p.cost:.4f}{eta}   "
+        status = (
+            f"{bar(p.done, p.total)} {p.done}/{p.total} done, {p.failed} failed, {p.remaining} left, "
+            f"{p.input_tokens + p.output_tokens} tokens, ${p.cost:.4f}"
         )
-        self.stdout.write(line, ending="")
+        if self.stdout.isatty():
+            self.stdout.write(f"\r{status}{eta}   ", ending="")
+        elif status != self._last_line:
+            self.stdout.write(f"{status}{eta}")
+        self._last_line = status
         self.stdout.flush()
         return p
 
@@ -132,7 +139,8 @@ class Command(BaseCommand):
             if run.status in (JuryRun.Status.FINISHED, JuryRun.Status.CANCELLED) or not p.remaining:
                 break
             time.sleep(1)
-        self.stdout.write("")
+        if self.stdout.isatty():
+            self.stdout.write("")
         for h in selectors.judge_health(run=run):
             statuses = ", ".join(f"{k} {v}" for k, v in sorted(h.by_status.items()))
             self.stdout.write(f"  {h.judge}: {statuses}; failure rate {h.failure_rate:.0%}")
