@@ -59,6 +59,9 @@ class TaxonomyNode(models.Model):
     position = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=300)
     description = models.TextField(blank=True)
+    # For a version released by a Delphi study: the node's path through the rounds, one entry
+    # per round it was put to the panel (version, wording, change note, outcome, median...).
+    history = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["version", "position", "id"]
@@ -115,6 +118,10 @@ class DelphiStudy(models.Model):
     ask_reason_outside_iqr = models.BooleanField(default=False)
     protocol_locked_at = models.DateTimeField(null=True, blank=True)
     protocol_hash = models.CharField(max_length=64, blank=True)
+    # The exact document that was hashed (delphi.protocol.build_protocol_document).
+    protocol_document = models.JSONField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    finished_reason = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -193,6 +200,8 @@ class Round(models.Model):
     closes_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     feedback_released_at = models.DateTimeField(null=True, blank=True)
+    # The stopping rule evaluated when the round was analysed: {stop, criteria_met, reasons}.
+    stopping_decision = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["study", "number"]

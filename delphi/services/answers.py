@@ -1,0 +1,334 @@
+"""A panelist's answers: drafts saved as they type, submission, suggestions in round 1."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from delphi import protocol
+from delphi.audit import record
+from delphi.models import (
+    Panelist,
+    PanelistRound,
+    Response,
+    Round,
+    RoundItem,
+    RoundItemStatistics,
+    Suggestion,
+)
+from delphi.services.errors import DelphiError
+
+ANSWER_KEYS = {"rating", "unable", "placement_agrees", "placement_choice", "comment", "reason"}
+
+
+@dataclass(frozen=True)
+class Answer:
+    rating: int | None = None
+    unable: bool = False
+    placement_agrees: bool | None = None
+    placement_choice: uuid.UUID | None = None
+    comment: str = ""
+    reason: str = ""
+
+
+def parse_answer(raw: Any, *, where: str) -> Answer:
+    """One item's answer from JSON or form data; DelphiError naming `where` otherwise."""
+    if not isinstance(raw, dict):
+        raise DelphiError(f"{where}: must be an object")
+    unknown = set(raw) - ANSWER_KEYS
+    if unknown:
+        raise DelphiError(f"{where}: unknown key(s) {sorted(unknown)}")
+    rating = raw.get("rating")
+    if rating in ("", None):
+        rating = None
+    else:
+        try:
+            rating = int(rating)
+        except (TypeError, ValueError):
+            raise DelphiError(
+                f"{where}.rating: must be a whole number 1-9, got {rating!r}"
+            ) from None
+        if (
+            str(raw.get("rating")).strip() not in (str(rating), f"{rating}.0")
+            or not 1 <= rating <= 9
+        ):
+            raise DelphiError(f"{where}.rating: must be a whole number 1-9, got {raw['rating']!r}")
+    unable = raw.get("unable") in (True, "true", "on", "1", 1)
+    if unable and rating is not None:
+        raise DelphiError(f"{where}: give a rating or 'unable to rate', not both")
+    agrees = raw.get("placement_agrees")
+    if agrees in ("", None):
+        agrees = None
+    elif agrees in (True, "true", "yes", "1", 1):
+        agrees = True
+    elif agrees in (False, "false", "no", "0", 0):
+        agrees = False
+    else:
+        raise DelphiError(f"{where}.placement_agrees: must be yes or no, got {agrees!r}")
+    choice = raw.get("placement_choice")
+    if choice in ("", None):
+        choice = None
+    else:
+        try:
+            choice = uuid.UUID(str(choice))
+        except ValueError:
+            raise DelphiError(f"{where}.placement_choice: not a category id: {choice!r}") from None
+    comment = raw.get("comment") or ""
+    reason = raw.get("reason") or ""
+    if not isinstance(comment, str) or not isinstance(reason, str):
+        raise DelphiError(f"{where}: comment and reason must be text")
+    if len(comment) > 5000 or len(reason) > 5000:
+        raise DelphiError(f"{where}: comment and reason are limited to 5,000 characters")
+    return Answer(rating, unable, agrees, choice, comment.strip(), reason.strip())
+
+
+def _open_panelist_round(*, panelist: Panelist, round_: Round) -> PanelistRound:
+    # The round as it is now, whatever the caller holds: it may have closed meanwhile.
+    round_.refresh_from_db(fields=["status"])
+    panelist.refresh_from_db(fields=["withdrawn_at"])
+    if round_.status != Round.Status.OPEN:
+        raise DelphiError(
+            f"round {round_.number} is {round_.get_status_display().lower()}, not open"
+        )
+    if panelist.withdrawn_at is not None:
+        raise DelphiError("you have withdrawn from this panel")
+    entry = (
+        PanelistRound.objects.select_for_update().filter(panelist=panelist, round=round_).first()
+    )
+    if entry is None:
+        raise DelphiError(f"you are not invited to round {round_.number}")
+    if entry.status == PanelistRound.Status.SUBMITTED:
+        raise DelphiError(f"you submitted round {round_.number} already; answers are final")
+    if entry.status in (PanelistRound.Status.WITHDRAWN, PanelistRound.Status.NON_RESPONDER):
+        raise DelphiError(f"round {round_.number} is closed for you ({entry.status})")
+    return entry
+
+
+def _category_identities(round_: Round) -> set[uuid.UUID]:
+    return set(round_.items.filter(kind="category").values_list("identity", flat=True))
+
+
+@transaction.atomic
+def save_answers(
+    *,
+    panelist: Panelist,
+    round_: Round,
+    answers: dict[str, Any],
+    comprehensiveness: int | None = None,
+) -> PanelistRound:
+    """Save answers as drafts (partial answers allowed). `answers` maps a round item id to its
+    answer. All or nothing: one bad answer saves none of them and names the item."""
+    entry = _open_panelist_round(panelist=panelist, round_=round_)
+    items = {str(item.pk): item for item in round_.items.all()}
+    parsed: list[tuple[RoundItem, Answer]] = []
+    for key, raw in answers.items():
+        item = items.get(str(key))
+        if item is None:
+            raise DelphiError(f"answers[{key}]: no such item in round {round_.number}")
+        parsed.append((item, parse_answer(raw, where=f"answers[{item.name!r}]")))
+    categories = _category_identities(round_)
+    for item, answer in parsed:
+        if answer.placement_choice is not None and answer.placement_choice not in categories:
+            raise DelphiError(
+                f"answers[{item.name!r}].placement_choice: not a category of this round"
+            )
+        Response.objects.update_or_create(
+            panelist=panelist,
+            round_item=item,
+            defaults={
+                "rating": answer.rating,
+                "unable_to_rate": answer.unable,
+                "placement_agrees": answer.placement_agrees,
+                "placement_choice": answer.placement_choice,
+                "comment": answer.comment,
+                "reason_outside_iqr": answer.reason,
+                "is_draft": True,
+            },
+        )
+    if comprehensiveness not in (None, ""):
+        entry.comprehensiveness = _comprehensiveness(comprehensiveness)
+    if entry.status == PanelistRound.Status.INVITED:
+        entry.status = PanelistRound.Status.STARTED
+        entry.started_at = timezone.now()
+    entry.save(update_fields=["comprehensiveness", "status", "started_at"])
+    return entry
+
+
+def _comprehensiveness(value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if not 1 <= number <= 5 or str(value).strip() != str(number):
+        raise DelphiError(f"comprehensiveness: must be a whole number 1-5, got {value!r}")
+    return number
+
+
+def previous_iqr(*, round_item: RoundItem) -> tuple[float, float] | None:
+    """The whole panel's Q1 and Q3 for this node in the round before, if it was fed back."""
+    row = (
+        RoundItemStatistics.objects.filter(
+            group="",
+            round_item__identity=round_item.identity,
+            round_item__round__study_id=round_item.round.study_id,
+            round_item__round__number=round_item.round.number - 1,
+            round_item__round__status=Round.Status.FEEDBACK_RELEASED,
+            q1__isnull=False,
+        )
+        .values_list("q1", "q3")
+        .first()
+    )
+    return row
+
+
+def missing_answers(*, panelist: Panelist, round_: Round) -> list[str]:
+    """What still stops this panelist from submitting, one line per problem."""
+    questions = protocol.validate_questions(round_.study.questions)
+    responses = {r.round_item_id: r for r in panelist.responses.filter(round_item__round=round_)}
+    problems: list[str] = []
+    for item in round_.items.select_related("round").order_by("position", "id"):
+        response = responses.get(item.pk)
+        if response is None or (response.rating is None and not response.unable_to_rate):
+            problems.append(f"{item.name}: no rating")
+            continue
+        placement = questions["placement"]
+        if item.kind != "category" and placement == "agree" and response.placement_agrees is None:
+            problems.append(f"{item.name}: say whether it belongs under its parent")
+        if item.kind == "subcategory" and placement == "choose" and not response.placement_choice:
+            problems.append(f"{item.name}: choose its category")
+        if round_.study.ask_reason_outside_iqr and response.rating is not None:
+            iqr = previous_iqr(round_item=item)
+            outside = iqr is not None and not iqr[0] <= response.rating <= iqr[1]
+            if outside and not response.reason_outside_iqr:
+                problems.append(
+                    f"{item.name}: your rating {response.rating} is outside the panel's "
+                    f"IQR ({iqr[0]:g}-{iqr[1]:g}); give a reason"
+                )
+    if questions["comprehensiveness"]:
+        entry = PanelistRound.objects.filter(panelist=panelist, round=round_).first()
+        if entry is None or entry.comprehensiveness is None:
+            problems.append("comprehensiveness of the whole taxonomy: not rated")
+    return problems
+
+
+@transaction.atomic
+def submit_round(
+    *,
+    panelist: Panelist,
+    round_: Round,
+    answers: dict[str, Any] | None = None,
+    comprehensiveness: int | None = None,
+) -> PanelistRound:
+    """Save any last answers, check completeness, and make them final."""
+    save_answers(
+        panelist=panelist, round_=round_, answers=answers or {}, comprehensiveness=comprehensiveness
+    )
+    problems = missing_answers(panelist=panelist, round_=round_)
+    if problems:
+        raise DelphiError(
+            f"round {round_.number} is not complete: "
+            + "; ".join(problems[:10])
+            + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
+        )
+    entry = PanelistRound.objects.select_for_update().get(panelist=panelist, round=round_)
+    Response.objects.filter(panelist=panelist, round_item__round=round_).update(is_draft=False)
+    entry.status = PanelistRound.Status.SUBMITTED
+    entry.submitted_at = timezone.now()
+    entry.save(update_fields=["status", "submitted_at"])
+    record(
+        study=round_.study,
+        actor=panelist.user,
+        action="round.submit",
+        target=f"round {round_.number} / {panelist.pseudonym}",
+    )
+    return entry
+
+
+SUGGESTION_DETAILS = {
+    Suggestion.Kind.ADD: {"name", "kind", "parent_identity", "description"},
+    Suggestion.Kind.RENAME: {"name"},
+    Suggestion.Kind.MOVE: {"parent_identity"},
+    Suggestion.Kind.MERGE: {"into_identity"},
+    Suggestion.Kind.DELETE: set(),
+}
+
+
+@transaction.atomic
+def add_suggestion(
+    *,
+    panelist: Panelist,
+    round_: Round,
+    kind: str,
+    text: str,
+    target_identity: str | uuid.UUID | None = None,
+    details: dict[str, Any] | None = None,
+) -> Suggestion:
+    """A suggestion to change the taxonomy (round 1): add, rename, move, merge or delete."""
+    _open_panelist_round(panelist=panelist, round_=round_)
+    if not round_.collects_suggestions:
+        raise DelphiError(f"round {round_.number} does not collect suggestions")
+    if kind not in Suggestion.Kind.values:
+        raise DelphiError(f"suggestion kind must be one of {Suggestion.Kind.values}, got {kind!r}")
+    details = {k: v for k, v in (details or {}).items() if v not in ("", None)}
+    unknown = set(details) - SUGGESTION_DETAILS[kind]
+    if unknown:
+        raise DelphiError(f"a {kind} suggestion does not take {sorted(unknown)}")
+    by_identity = {str(item.identity): item for item in round_.items.all()}
+    target = None
+    if kind != Suggestion.Kind.ADD:
+        target = by_identity.get(str(target_identity or ""))
+        if target is None:
+            raise DelphiError(f"a {kind} suggestion needs the item it is about")
+
+    def _parent(key: str, allowed_kinds: set[str]) -> None:
+        parent = by_identity.get(str(details.get(key, "")))
+        if parent is None or parent.kind not in allowed_kinds:
+            raise DelphiError(f"{kind} suggestion: {key} must be a {' or '.join(allowed_kinds)}")
+
+    if kind == Suggestion.Kind.ADD:
+        if not str(details.get("name", "")).strip():
+            raise DelphiError("add suggestion: give the new item's name")
+        new_kind = details.get("kind", "subcategory")
+        if new_kind not in ("category", "subcategory", "task"):
+            raise DelphiError(
+                f"add suggestion: kind must be category, subcategory or task, got {new_kind!r}"
+            )
+        details["kind"] = new_kind
+        if new_kind == "subcategory":
+            _parent("parent_identity", {"category"})
+        elif new_kind == "task":
+            _parent("parent_identity", {"subcategory"})
+        elif "parent_identity" in details:
+            raise DelphiError("add suggestion: a category has no parent")
+    elif kind == Suggestion.Kind.RENAME:
+        if not str(details.get("name", "")).strip():
+            raise DelphiError("rename suggestion: give the new name")
+    elif kind == Suggestion.Kind.MOVE:
+        assert target is not None
+        if target.kind == "category":
+            raise DelphiError("move suggestion: a category has no parent to move from")
+        _parent(
+            "parent_identity", {"category"} if target.kind == "subcategory" else {"subcategory"}
+        )
+    elif kind == Suggestion.Kind.MERGE:
+        assert target is not None
+        into = by_identity.get(str(details.get("into_identity", "")))
+        if into is None or into.kind != target.kind or into.identity == target.identity:
+            raise DelphiError(
+                "merge suggestion: into_identity must be another item of the same kind"
+            )
+    if not text.strip():
+        raise DelphiError("say why: a suggestion needs its rationale")
+    suggestion = Suggestion.objects.create(
+        round=round_,
+        panelist=panelist,
+        kind=kind,
+        target_identity=target.identity if target else None,
+        details={k: (str(v).strip()) for k, v in details.items()},
+        text=text.strip(),
+    )
+    return suggestion
