@@ -66,6 +66,7 @@ urlpatterns = [
     path("", annotation_home.home, name="home"),
     path("accounts/", include(account_urls)),
     path("studies/", include("annotation.urls")),
+    path("delphi/", include("delphi.urls")),
     path("studies/<int:study_id>/jury/", include("jury.urls")),
     path("studies/<int:study_id>/agreement/", include("agreement.urls")),
     path("api/studies/<int:study_id>/agreement/", include(agreement_urls.api)),

@@ -1,0 +1,3 @@
+"""Panel pages: joining by invitation link, the round questionnaire, its autosave."""
+
+urlpatterns: list = []
