@@ -191,7 +191,7 @@ CELERY_TASK_TRACK_STARTED = True
 # the job concerns it); set to an empty string to run none.
 MEDHELM_AFTER_IMPORT_TASKS = env_list("MEDHELM_AFTER_IMPORT_TASKS", "jury.import_helm_verdicts")
 # Management commands that load the demo, in order (`manage.py rundemo`).
-MEDHELM_DEMO_LOADERS = ["load_demo", "load_demo_jury"]
+MEDHELM_DEMO_LOADERS = ["load_demo", "load_demo_jury", "load_demo_delphi"]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
