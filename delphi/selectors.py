@@ -16,6 +16,7 @@ from delphi.models import (
     Round,
     RoundItem,
     RoundItemStatistics,
+    Suggestion,
     TaxonomyNode,
     TaxonomyVersion,
 )
@@ -81,6 +82,39 @@ def current_round_for_panel(*, study: DelphiStudy) -> Round | None:
         study.rounds.filter(status=Round.Status.OPEN).first()
         or study.rounds.exclude(status=Round.Status.DRAFT).order_by("-number").first()
     )
+
+
+def placement_categories(*, round_: Round) -> dict[uuid.UUID, str]:
+    """The categories a panelist may place an item under in this round (identity -> name), in
+    taxonomy order: the draft's categories and those added in the rounds so far, by their
+    latest wording, less those an accepted suggestion deleted or merged away.
+
+    Not only the round's own category items: with "drop resolved" a category that reached
+    consensus is no longer put to the panel but is still where subcategories belong, and a
+    study may not rate categories at all.
+    """
+    study = round_.study
+    categories: dict[uuid.UUID, str] = {
+        node.identity: node.name
+        for node in study.draft_taxonomy.nodes.filter(kind="category").order_by("position", "id")
+    }
+    for identity, name in (
+        RoundItem.objects.filter(
+            round__study=study, round__number__lte=round_.number, kind="category"
+        )
+        .order_by("round__number", "position", "id")
+        .values_list("identity", "name")
+    ):
+        categories[identity] = name
+    removed = Suggestion.objects.filter(
+        round__study=study,
+        round__number__lt=round_.number,
+        status=Suggestion.Status.ACCEPTED,
+        kind__in=[Suggestion.Kind.DELETE, Suggestion.Kind.MERGE],
+    ).values_list("target_identity", flat=True)
+    for identity in removed:
+        categories.pop(identity, None)
+    return categories
 
 
 def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireItem]:

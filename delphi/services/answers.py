@@ -20,6 +20,7 @@ from delphi.models import (
     RoundItemStatistics,
     Suggestion,
 )
+from delphi.selectors import placement_categories
 from delphi.services.errors import DelphiError
 
 ANSWER_KEYS = {"rating", "unable", "placement_agrees", "placement_choice", "comment", "reason"}
@@ -108,10 +109,6 @@ def _open_panelist_round(*, panelist: Panelist, round_: Round) -> PanelistRound:
     return entry
 
 
-def _category_identities(round_: Round) -> set[uuid.UUID]:
-    return set(round_.items.filter(kind="category").values_list("identity", flat=True))
-
-
 @transaction.atomic
 def save_answers(
     *,
@@ -123,19 +120,25 @@ def save_answers(
     """Save answers as drafts (partial answers allowed). `answers` maps a round item id to its
     answer. All or nothing: one bad answer saves none of them and names the item."""
     entry = _open_panelist_round(panelist=panelist, round_=round_)
+    questions = protocol.validate_questions(round_.study.questions)
     items = {str(item.pk): item for item in round_.items.all()}
+    categories = set(placement_categories(round_=round_))
     parsed: list[tuple[RoundItem, Answer]] = []
+    # Every answer is checked before any is written, so that one bad answer saves none.
     for key, raw in answers.items():
         item = items.get(str(key))
         if item is None:
             raise DelphiError(f"answers[{key}]: no such item in round {round_.number}")
-        parsed.append((item, parse_answer(raw, where=f"answers[{item.name!r}]")))
-    categories = _category_identities(round_)
-    for item, answer in parsed:
+        where = f"answers[{item.name!r}]"
+        answer = parse_answer(raw, where=where)
+        if answer.unable and not questions["allow_unable_to_rate"]:
+            raise DelphiError(f"{where}: 'unable to rate' is not offered in this study; rate 1-9")
+        if answer.comment and not questions["comments"]:
+            raise DelphiError(f"{where}: this study asks for no comments")
         if answer.placement_choice is not None and answer.placement_choice not in categories:
-            raise DelphiError(
-                f"answers[{item.name!r}].placement_choice: not a category of this round"
-            )
+            raise DelphiError(f"{where}.placement_choice: not a category of this taxonomy")
+        parsed.append((item, answer))
+    for item, answer in parsed:
         Response.objects.update_or_create(
             panelist=panelist,
             round_item=item,
@@ -215,7 +218,6 @@ def missing_answers(*, panelist: Panelist, round_: Round) -> list[str]:
     return problems
 
 
-@transaction.atomic
 def submit_round(
     *,
     panelist: Panelist,
@@ -223,10 +225,21 @@ def submit_round(
     answers: dict[str, Any] | None = None,
     comprehensiveness: int | None = None,
 ) -> PanelistRound:
-    """Save any last answers, check completeness, and make them final."""
+    """Save any last answers, check completeness, and make them final.
+
+    The last answers are saved as drafts in their own transaction first: a submission refused
+    as incomplete keeps what the panelist just gave (unless the caller's own transaction
+    rolls back)."""
     save_answers(
         panelist=panelist, round_=round_, answers=answers or {}, comprehensiveness=comprehensiveness
     )
+    with transaction.atomic():
+        return _finalise(panelist=panelist, round_=round_)
+
+
+def _finalise(*, panelist: Panelist, round_: Round) -> PanelistRound:
+    # Checked again under the row lock: the round may have closed since the drafts were saved.
+    entry = _open_panelist_round(panelist=panelist, round_=round_)
     problems = missing_answers(panelist=panelist, round_=round_)
     if problems:
         raise DelphiError(
@@ -234,7 +247,6 @@ def submit_round(
             + "; ".join(problems[:10])
             + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
         )
-    entry = PanelistRound.objects.select_for_update().get(panelist=panelist, round=round_)
     Response.objects.filter(panelist=panelist, round_item__round=round_).update(is_draft=False)
     entry.status = PanelistRound.Status.SUBMITTED
     entry.submitted_at = timezone.now()

@@ -404,10 +404,19 @@ def start_next_round(*, study: DelphiStudy, actor: AbstractBaseUser) -> Round:
     if previous is None:
         raise DelphiError("lock the protocol first: it drafts round 1")
     _require_status(previous, Round.Status.FEEDBACK_RELEASED, doing="build on")
-    if previous.stopping_decision and previous.stopping_decision.get("stop"):
+    decision = previous.stopping_decision or {}
+    # "All resolved" and "stability" judge the items that were rated; an accepted suggestion
+    # that adds or rewords an item gives the panel something it has not rated yet, so only
+    # the maximum number of rounds stops the study then.
+    rewording = previous.suggestions.filter(status=Suggestion.Status.ACCEPTED).exclude(
+        kind=Suggestion.Kind.DELETE
+    )
+    if decision.get("stop") and (
+        "max_rounds" in decision.get("criteria_met", []) or not rewording.exists()
+    ):
         raise DelphiError(
             "the locked stopping rule is met ("
-            + "; ".join(previous.stopping_decision["reasons"])
+            + "; ".join(decision["reasons"])
             + "): finish the study instead of starting another round"
         )
     pending = previous.suggestions.filter(status=Suggestion.Status.PENDING).count()
@@ -466,13 +475,24 @@ def start_next_round(*, study: DelphiStudy, actor: AbstractBaseUser) -> Round:
             if into is not None:
                 into.notes.append(f"Merged with {target.name!r} ({why})")
                 into.changed = True
-                # The merged item's children follow it into the item it merged into.
+                # The merged item's children follow it into the item it merged into: a new
+                # parent is a new question for them, as with a move.
                 for draft in drafts.values():
                     if draft.parent_identity == target.identity:
                         draft.parent_identity = into.identity
+                        draft.notes.append(
+                            f"moved under {into.name!r} as {target.name!r} merged into it ({why})"
+                        )
+                        draft.changed = True
             removed.add(str(target.identity))
         elif suggestion.kind == Suggestion.Kind.DELETE:
             removed.add(str(target.identity))
+    # What is under a removed item goes with it, down to the tasks of a deleted category.
+    grew = True
+    while grew:
+        below = {k for k, d in drafts.items() if str(d.parent_identity) in removed} - removed
+        removed |= below
+        grew = bool(below)
     keep_resolved = study.carry_over == DelphiStudy.CarryOver.RERATE_ALL
     next_round = Round.objects.create(study=study, number=previous.number + 1)
     # Added items sit right after their parent (or at the end for a new category).
@@ -484,7 +504,7 @@ def start_next_round(*, study: DelphiStudy, actor: AbstractBaseUser) -> Round:
     position = 0
     for key in sequence:
         draft = drafts[key]
-        if key in removed or str(draft.parent_identity) in removed:
+        if key in removed:
             continue
         resolved = outcome_of.get(key) in (
             consensus.Outcome.CONSENSUS_IN,
@@ -591,6 +611,16 @@ def release_taxonomy(
         raise DelphiError(f"name: a taxonomy version named {name!r} exists already")
     latest = latest_outcomes(study)
     removed = removed_identities(study)
+    # Nodes keep the place they had when first put to the panel (the draft's tree order; added
+    # items after), not the round they were last rated in: a category re-rated in round 2
+    # must not move behind the others.
+    first_seen: dict[str, tuple[int, int]] = {}
+    for identity, number, position in (
+        RoundItem.objects.filter(round__study=study)
+        .order_by("-round__number")
+        .values_list("identity", "round__number", "position")
+    ):
+        first_seen[str(identity)] = (number, position)
     rated_kinds = set(_protocol(study)["questions"]["rate_kinds"])
     draft_nodes = {str(n.identity): n for n in study.draft_taxonomy.nodes.select_related("parent")}
     excluded: dict[str, str] = {}
@@ -604,7 +634,7 @@ def release_taxonomy(
             entries[identity] = {
                 "kind": item.kind, "name": item.name, "description": item.description,
                 "parent": str(item.parent_identity) if item.parent_identity else None,
-                "position": (item.round.number, item.position),
+                "position": first_seen[identity],
             }  # fmt: skip
     # Unrated parent kinds come from the draft (categories when only subcategories were rated).
     for entry in list(entries.values()):
@@ -626,6 +656,7 @@ def release_taxonomy(
         derived_from=study.draft_taxonomy, released_at=timezone.now(),
     )  # fmt: skip
     created: dict[str, TaxonomyNode] = {}
+    siblings: dict[str | None, int] = defaultdict(int)  # positions count among siblings
     depth = {"category": 0, "subcategory": 1, "task": 2}
     for identity, entry in sorted(
         entries.items(), key=lambda kv: (depth[kv[1]["kind"]], kv[1]["position"])
@@ -638,10 +669,11 @@ def release_taxonomy(
         created[identity] = TaxonomyNode.objects.create(
             version=version, identity=uuid.UUID(identity), kind=entry["kind"],
             parent=created[parent] if entry["kind"] != "category" else None,
-            position=len([c for c in created.values() if c.kind == entry["kind"]]),
+            position=siblings[parent if entry["kind"] != "category" else None],
             name=entry["name"], description=entry["description"],
             history=node_history(study, identity),
         )  # fmt: skip
+        siblings[parent if entry["kind"] != "category" else None] += 1
     if not created:
         raise DelphiError("no item reached consensus in: there is no taxonomy to release")
     study.released_taxonomy = version

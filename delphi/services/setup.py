@@ -53,6 +53,17 @@ def _require_setup(study: DelphiStudy) -> None:
 
 
 def _validated_protocol(changes: dict[str, Any]) -> dict[str, Any]:
+    # protocol.py and consensus.py are Django-free and raise plain ValueError; pages catch the
+    # services' one error type, so re-raise as DelphiError with the same message.
+    try:
+        return _checked_protocol(changes)
+    except DelphiError:
+        raise
+    except ValueError as error:
+        raise DelphiError(str(error)) from None
+
+
+def _checked_protocol(changes: dict[str, Any]) -> dict[str, Any]:
     clean: dict[str, Any] = {}
     for key, value in changes.items():
         if key not in PROTOCOL_FIELDS:

@@ -40,6 +40,12 @@ def create_taxonomy_version(
     categories = tree.get("categories")
     if not isinstance(categories, list) or not categories:
         raise TaxonomyFormatError("taxonomy: 'categories' must be a non-empty list")
+    # Checked here so that an import under a taken name says so instead of failing on the
+    # unique constraint.
+    if TaxonomyVersion.objects.filter(name=version_name).exists():
+        raise TaxonomyFormatError(
+            f"taxonomy: a version named {version_name!r} exists already; choose another name"
+        )
     version = TaxonomyVersion.objects.create(
         name=version_name,
         description=tree.get("description", ""),

@@ -16,6 +16,20 @@ SMALL_TAXONOMY = {
         {"name": "Administration", "subcategories": ["Scheduling", "Billing"]},
     ],
 }
+# Categories, subcategories and tasks, for suggestions that move, merge or delete down the tree.
+THREE_LEVEL_TAXONOMY = {
+    "name": "Three levels",
+    "categories": [
+        {
+            "name": "Care",
+            "subcategories": [
+                {"name": "Diagnosis", "tasks": ["Differential", "Imaging"]},
+                {"name": "Treatment", "tasks": ["Dosing"]},
+            ],
+        },
+        {"name": "Admin", "subcategories": [{"name": "Billing", "tasks": ["Coding"]}]},
+    ],
+}
 BASE_URL = "http://testserver"
 
 
