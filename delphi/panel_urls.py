@@ -1,3 +1,16 @@
-"""Panel pages: joining by invitation link, the round questionnaire, its autosave."""
+"""Panel pages: joining by invitation link, the round questionnaire, its autosave.
 
-urlpatterns: list = []
+Included by delphi.urls (namespace "delphi") at its root, so these are /delphi/join/<token>/,
+/delphi/<id>/round/ and so on.
+"""
+
+from django.urls import path
+
+from delphi.views import panel
+
+urlpatterns = [
+    path("join/<str:token>/", panel.join, name="join"),
+    path("<int:study_id>/round/", panel.round_page, name="panel_round"),
+    path("<int:study_id>/round/draft/", panel.draft, name="panel_draft"),
+    path("<int:study_id>/round/suggest/", panel.suggest, name="panel_suggest"),
+]

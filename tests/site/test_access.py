@@ -6,10 +6,16 @@ not do this; 302 to the login page (pages) or 401 (API) for anonymous users.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Assignment
+from delphi import services as delphi_services
+from delphi.exports import EXPORT_NAMES
+from delphi.models import Suggestion
+from tests.delphi.flow import BASE_URL, PanelStudy, make_panel_study
 from tests.factories import TEST_PASSWORD, UserFactory
 
 ROLES = ["coordinator", "clinician", "researcher", "outsider", "staff", "anonymous"]
@@ -149,3 +155,134 @@ def test_token_authentication_reaches_the_same_rules(client, study_with_members)
 def test_outsider_lists_no_study(client, study_with_members):
     client.login(username=study_with_members.outsider.username, password=TEST_PASSWORD)
     assert client.get("/api/studies/").json()["results"] == []
+
+
+# --------------------------------------------------------------------------- Delphi studies
+# A Delphi study has its own roles: its coordinator, a joined panelist, an outsider, a staff
+# user who is neither (404: staff administer the site, not every study) and anonymous.
+DELPHI_ROLES = ["coordinator", "panelist", "outsider", "staff", "anonymous"]
+DELPHI_COLUMNS = ("coordinator", "panelist", "outsider", "staff", "anonymous")
+COORDINATOR_ONLY = (200, 403, 404, 404, 302)
+COORDINATOR_POST = (302, 403, 404, 404, 302)
+
+# {delphi}: a locked study with round 1 open; {missing}: no such study; {export}: every
+# export name; {panelist}: the joined panelist; {suggestion}: their round-1 suggestion.
+# fmt: off
+DELPHI_READS = [
+    ("/delphi/new/",                            (403, 403, 403, 200, 302)),
+    ("/delphi/{delphi}/",                       COORDINATOR_ONLY),
+    ("/delphi/{delphi}/protocol/",              COORDINATOR_ONLY),
+    ("/delphi/{delphi}/panel/",                 COORDINATOR_ONLY),
+    ("/delphi/{delphi}/rounds/1/",              COORDINATOR_ONLY),
+    ("/delphi/{delphi}/rounds/2/",              (404, 403, 404, 404, 302)),
+    ("/delphi/{delphi}/export/nothing.csv",     (404, 403, 404, 404, 302)),
+    ("/delphi/{missing}/",                      (404, 404, 404, 404, 302)),
+    ("/delphi/{missing}/rounds/1/",             (404, 404, 404, 404, 302)),
+    ("/delphi/{delphi}/round/",                 (403, 200, 404, 404, 302)),
+    *[(f"/delphi/{{delphi}}/export/{name}",     COORDINATOR_ONLY) for name in EXPORT_NAMES],
+]
+
+DELPHI_WRITES = [
+    ("/delphi/new/", {"title": "New", "taxonomy_source": "fixture"},   (403, 403, 403, 302, 302)),
+    ("/delphi/{delphi}/protocol/", {"title": "Renamed"},                COORDINATOR_POST),
+    ("/delphi/{delphi}/protocol/taxonomy/", {"taxonomy_source": "fixture"}, COORDINATOR_POST),
+    ("/delphi/{delphi}/protocol/lock/", {"confirm": "yes"},             COORDINATOR_POST),
+    ("/delphi/{delphi}/panel/", {"email": "new@example.org"},           COORDINATOR_POST),
+    ("/delphi/{delphi}/panel/{panelist}/renew/", {},                    COORDINATOR_POST),
+    ("/delphi/{delphi}/panel/{panelist}/withdraw/", {"reason": "r"},    COORDINATOR_POST),
+    ("/delphi/{delphi}/rounds/1/open/", {},                             COORDINATOR_POST),
+    ("/delphi/{delphi}/rounds/1/remind/", {},                           COORDINATOR_POST),
+    ("/delphi/{delphi}/rounds/1/close/", {},                            COORDINATOR_POST),
+    ("/delphi/{delphi}/rounds/1/analyse/", {},                          COORDINATOR_POST),
+    ("/delphi/{delphi}/rounds/1/feedback/", {},                         COORDINATOR_POST),
+    ("/delphi/{delphi}/rounds/1/suggestions/{suggestion}/triage/", {"decision": "reject", "reason": "r"},
+                                                                        COORDINATOR_POST),
+    ("/delphi/{delphi}/rounds/next/", {},                               COORDINATOR_POST),
+    ("/delphi/{delphi}/finish/", {"reason": "r"},                       COORDINATOR_POST),
+    ("/delphi/{delphi}/release/", {"name": "Released"},                 COORDINATOR_POST),
+]
+# fmt: on
+
+
+@dataclass
+class DelphiRoles:
+    built: PanelStudy
+    suggestion: Suggestion
+
+
+@pytest.fixture
+def delphi_roles(db) -> DelphiRoles:
+    built = make_panel_study(n_panelists=1)
+    round1 = built.round(1)
+    delphi_services.open_round(round_=round1, actor=built.coordinator, base_url=BASE_URL)
+    suggestion = delphi_services.add_suggestion(
+        panelist=built.panelists[0],
+        round_=round1,
+        kind="delete",
+        text="Out of scope.",
+        target_identity=round1.items.first().identity,
+    )
+    return DelphiRoles(built=built, suggestion=suggestion)
+
+
+def _delphi_user(role: str, roles: DelphiRoles):
+    return {
+        "coordinator": roles.built.coordinator,
+        "panelist": roles.built.panelists[0].user,
+        "outsider": UserFactory(username="delphi-outsider"),
+        "staff": UserFactory(username="site-admin", is_staff=True, is_superuser=True),
+        "anonymous": None,
+    }[role]
+
+
+def _delphi_path(url: str, roles: DelphiRoles) -> str:
+    study = roles.built.study
+    return url.format(
+        delphi=study.pk,
+        missing=study.pk + 999,
+        panelist=roles.built.panelists[0].pk,
+        suggestion=roles.suggestion.pk,
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url,expected", DELPHI_READS, ids=[row[0] for row in DELPHI_READS])
+@pytest.mark.parametrize("role", DELPHI_ROLES)
+def test_delphi_role_gets_expected_status(client, delphi_roles, url, expected, role):
+    user = _delphi_user(role, delphi_roles)
+    if user is not None:
+        client.force_login(user)
+    path = _delphi_path(url, delphi_roles)
+    response = client.get(path)
+    want = expected[DELPHI_COLUMNS.index(role)]
+    assert response.status_code == want, f"{role} GET {path}: {response.content[:300]!r}"
+    if role == "anonymous":
+        assert response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url,payload,expected", DELPHI_WRITES, ids=[f"post {w[0]}" for w in DELPHI_WRITES]
+)
+@pytest.mark.parametrize("role", DELPHI_ROLES)
+def test_delphi_role_may_act_or_not(client, delphi_roles, url, payload, expected, role):
+    user = _delphi_user(role, delphi_roles)
+    if user is not None:
+        client.force_login(user)
+    path = _delphi_path(url, delphi_roles)
+    response = client.post(path, payload)
+    want = expected[DELPHI_COLUMNS.index(role)]
+    assert response.status_code == want, f"{role} POST {path}: {response.content[:300]!r}"
+    if role == "anonymous":
+        assert response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.django_db
+def test_delphi_posts_need_the_csrf_token(delphi_roles):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(delphi_roles.built.coordinator)
+    study = delphi_roles.built.study
+    assert client.post(f"/delphi/{study.pk}/rounds/1/close/").status_code == 403
+    assert study.rounds.get(number=1).status == "open"

@@ -1,0 +1,2 @@
+"""Pages of the Delphi app, one module per audience: coordinator (set-up, panel, rounds,
+exports) and panel (joining, the questionnaire)."""
