@@ -632,5 +632,8 @@ def export(request: HttpRequest, study_id: int, name: str) -> HttpResponse:
             status=400,
         )
     response = HttpResponse(content, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    # The HTML report and checklist open in the browser (their own pages, no scripts); the
+    # data files and the PDF download.
+    disposition = "inline" if name.endswith(".html") else "attachment"
+    response["Content-Disposition"] = f'{disposition}; filename="{filename}"'
     return response
