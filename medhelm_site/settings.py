@@ -185,6 +185,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_TRACK_STARTED = True
 
+# Jury rate limits (per-judge concurrency and requests per minute, across every worker):
+# "auto" keeps them in Redis when the Celery broker is Redis, else in the database (SQLite
+# and the embedded broker); "redis" or "database" forces one. JURY_LIMITER_REDIS_URL names
+# another Redis than the broker's.
+JURY_LIMITER = os.environ.get("JURY_LIMITER", "auto")
+JURY_LIMITER_REDIS_URL = os.environ.get("JURY_LIMITER_REDIS_URL", "")
+
 # Composition of the apps, by name, so that no app imports one further up the chain
 # (delphi <- annotation <- jury <- agreement):
 # Celery tasks run with the ImportJob id after an item import succeeds (each decides whether

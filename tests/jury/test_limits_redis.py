@@ -1,0 +1,201 @@
+"""The Redis limiter: a judge's concurrency cap across threads and processes, the
+requests-per-minute bucket, claims, and a dead worker's slots and claims coming back.
+
+Each test uses keys of its own (a fresh prefix) in Redis database 13, so nothing is flushed
+and tests running at the same time do not meet."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+import time
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from jury import execution, limits
+from tests.conftest import require_service
+
+REDIS_URL = "redis://127.0.0.1:6379/13"
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture
+def prefix(settings):
+    require_service("Redis", "127.0.0.1", 6379)
+    name = f"test-limits:{uuid.uuid4().hex[:10]}:"
+    settings.JURY_LIMITER = "redis"
+    settings.JURY_LIMITER_REDIS_URL = REDIS_URL
+    settings.JURY_LIMITER_PREFIX = name
+    yield name
+    execution.stop_engine()
+    limits.stop_redis_limiter()
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{name}*"))
+    if keys:
+        client.delete(*keys)
+
+
+def judge(pk: int = 1, *, max_concurrency: int = 2, rpm: int | None = None) -> SimpleNamespace:
+    """What the limiter reads of a Judge."""
+    return SimpleNamespace(pk=pk, max_concurrency=max_concurrency, requests_per_minute=rpm)
+
+
+def test_backend_follows_the_broker_unless_a_setting_says_otherwise(settings):
+    settings.JURY_LIMITER = "auto"
+    settings.JURY_LIMITER_REDIS_URL = ""
+    settings.CELERY_BROKER_URL = "sqla+sqlite:///x.sqlite3"
+    assert limits.backend() == "database"
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/0"
+    assert limits.backend() == "redis" and limits.redis_url() == "redis://127.0.0.1:6379/0"
+    settings.JURY_LIMITER = "database"
+    assert limits.backend() == "database"
+    settings.JURY_LIMITER = "redis"
+    settings.CELERY_BROKER_URL = "sqla+sqlite:///x.sqlite3"
+    settings.JURY_LIMITER_REDIS_URL = REDIS_URL
+    assert limits.backend() == "redis" and limits.redis_url() == REDIS_URL
+
+
+def test_slots_claims_and_release(prefix):
+    limiter = limits.redis_limiter()
+    j = judge(max_concurrency=2)
+    assert limiter.try_acquire(judge=j, call_id=1).ok
+    assert limiter.try_acquire(judge=j, call_id=2).ok
+    full = limiter.try_acquire(judge=j, call_id=3)
+    assert not full.ok and not full.taken_elsewhere and full.wait_seconds > 0
+    limiter.release(judge_id=j.pk, call_id=1)
+    assert limiter.try_acquire(judge=j, call_id=3).ok
+    # call 2 is claimed by this thread: another claimant (another worker) is refused
+    assert limiter.claim(claimant=limiter.claimant("other"), call_ids=[2, 4]) == {4}
+
+
+def test_concurrency_cap_holds_across_threads(prefix):
+    """Eight threads, a judge allowed three requests at once: never four."""
+    import redis
+
+    limiter = limits.redis_limiter()
+    counter = redis.Redis.from_url(REDIS_URL)
+    key = prefix + "in-flight"
+    j = judge(max_concurrency=3)
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def worker(first: int) -> None:
+        for call_id in range(first, first + 15):
+            while not limiter.try_acquire(judge=j, call_id=call_id).ok:
+                time.sleep(0.002)
+            now = counter.incr(key)
+            with lock:
+                seen.append(now)
+            time.sleep(0.003)
+            counter.decr(key)
+            limiter.release(judge_id=j.pk, call_id=call_id)
+
+    threads = [threading.Thread(target=worker, args=(1000 * n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 120 and max(seen) <= 3
+    assert limiter.client.llen(limiter.free_key(j.pk)) == 3  # every slot came back
+
+
+def _engine_process(url: str, prefix: str, judge_id: int, rounds: int, done) -> None:
+    """A worker process: its own owner and event loop, four coroutines taking the judge's
+    tokens the way chunk runs do (BLMOVE, local handoff, give back)."""
+    import redis
+
+    limiter = limits.RedisLimiter(url, prefix)
+    engine = execution._Engine(limiter)
+    counter = redis.Redis.from_url(url)
+    seen: list[int] = []
+
+    async def one() -> None:
+        gate = engine.gate(judge_id)
+        await gate.configure(size=3, rpm=0)
+        for _ in range(rounds):
+            waiter = asyncio.get_running_loop().create_future()
+            token = await gate.acquire(waiter)
+            seen.append(counter.incr(prefix + "in-flight"))
+            await asyncio.sleep(0.003)
+            counter.decr(prefix + "in-flight")
+            await gate.release(token)
+
+    async def run() -> None:
+        await asyncio.gather(*(one() for _ in range(4)))
+
+    asyncio.run_coroutine_threadsafe(run(), engine.loop).result(timeout=120)
+    engine.stop()
+    limiter.stop()
+    done.put(seen)
+
+
+def test_concurrency_cap_holds_across_processes(prefix):
+    """Three worker processes with four requests each wanting a judge allowed three at once:
+    never four in flight, and every token is back at the end."""
+    context = multiprocessing.get_context("fork")
+    done = context.Queue()
+    procs = [
+        context.Process(target=_engine_process, args=(REDIS_URL, prefix, 7, 20, done))
+        for _ in range(3)
+    ]
+    for p in procs:
+        p.start()
+    seen = [x for _ in procs for x in done.get(timeout=180)]
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    assert len(seen) == 3 * 4 * 20 and max(seen) <= 3
+    limiter = limits.redis_limiter()
+    assert limiter.client.llen(limiter.free_key(7)) == 3
+
+
+def test_requests_per_minute_bucket(prefix):
+    """60 a minute: a burst of ten (ten seconds' worth), then one a second."""
+    limiter = limits.redis_limiter()
+    j = judge(max_concurrency=100, rpm=60)
+    for call_id in range(10):
+        assert limiter.try_acquire(judge=j, call_id=call_id).ok
+    refused = limiter.try_acquire(judge=j, call_id=10)
+    assert not refused.ok and 0 < refused.wait_seconds <= 1.0
+    # a refused request takes no slot
+    assert limiter.client.llen(limiter.free_key(j.pk)) == 90
+
+
+def test_a_dead_workers_slots_and_claims_come_back(prefix):
+    """A worker holding both slots and a claim dies (its owner key expires): another worker
+    gets the slots and the call, without waiting for any lease of the call's timeout."""
+    dead = limits.RedisLimiter(REDIS_URL, prefix)
+    j = judge(pk=3, max_concurrency=2)
+    assert dead.try_acquire(judge=j, call_id=41).ok
+    assert dead.try_acquire(judge=j, call_id=42).ok
+    alive = limits.redis_limiter()
+    assert alive.try_acquire(judge=j, call_id=41).taken_elsewhere
+    assert not alive.try_acquire(judge=j, call_id=43).ok  # both slots are held
+    # The crash: no release, no more heartbeat; the owner key lapses (here: at once).
+    dead._stopped.set()
+    dead._thread.join()
+    dead.client.delete(f"{prefix}owner:{dead.owner}")
+    assert alive.try_acquire(judge=j, call_id=41).ok  # the claim lapsed with its owner
+    assert alive.try_acquire(judge=j, call_id=43).ok  # and both slots came back
+    assert not alive.try_acquire(judge=j, call_id=44).ok
+
+
+def test_shrinking_the_limit_while_slots_are_in_use(prefix):
+    limiter = limits.redis_limiter()
+    assert limiter.try_acquire(judge=judge(pk=5, max_concurrency=3), call_id=1).ok
+    assert limiter.try_acquire(judge=judge(pk=5, max_concurrency=3), call_id=2).ok
+    smaller = judge(pk=5, max_concurrency=1)
+    assert not limiter.try_acquire(judge=smaller, call_id=3).ok  # two in use, one allowed
+    limiter.release(judge_id=5, call_id=1)
+    assert not limiter.try_acquire(judge=smaller, call_id=3).ok  # still one in use
+    limiter.release(judge_id=5, call_id=2)
+    assert limiter.try_acquire(judge=smaller, call_id=3).ok
+    assert not limiter.try_acquire(judge=smaller, call_id=4).ok
+    limiter.release(judge_id=5, call_id=3)
+    assert limiter.setup(judge_id=5, size=4) == 4  # growing adds tokens
