@@ -1,6 +1,6 @@
 """Jury runs through real Celery workers against a local fake provider: throughput and accounting.
 
-    .venv/bin/python bench/bench_jury.py [--items 2000] [--quick] [--workers 1] [--threads 48]
+    .venv/bin/python bench/bench_jury.py [--items 2000] [--quick] [--workers 2] [--threads 6]
         [--latency 0.1] [--concurrency 16] [--failure-rate 0.05] [--retry-after 0.2]
         [--database-url postgres://postgres@127.0.0.1:5432/medhelm_bench_jury]
         [--redis-url redis://127.0.0.1:6379/12] [--instrument] [--cprofile] [--drop]
@@ -20,9 +20,11 @@ items x judges x latency / (judges x concurrency); target: wall / ideal <= 1.25.
    phases and to read its counters: requests, outcomes and billed usage per (model, prompt),
    and the maximum number of requests in flight per model.
 3. Starts the Celery worker(s) as in production: `celery -A medhelm_site worker -P threads
-   -c T` (--workers W processes of T threads each), DEBUG off, PostgreSQL, Redis broker,
-   CONN_MAX_AGE=60, log level WARNING. A warm-up run (64 items, not timed) loads the SDKs and
-   opens connections in every thread first, as a long-running worker would have.
+   -c T` (--workers W processes of T threads each; default 2 x 6), DEBUG off, PostgreSQL,
+   Redis broker (so the judges' limits live in Redis and start_run sends chunks of calls, run
+   on each worker's event loop: jury.execution.execute_calls), CONN_MAX_AGE=60, log level
+   WARNING. A warm-up run (64 items, not timed) loads the SDKs and opens connections first,
+   as a long-running worker would have.
 4. Phase 1: services.start_run(dispatch=True) in this process; the wall time runs from the
    first task sent (on commit) until the run's finished_at. Prints wall, ideal, ratio, calls/s,
    the maximum in flight per judge seen by the server (must be <= the judge's limit), statuses.
@@ -32,15 +34,17 @@ items x judges x latency / (judges x concurrency); target: wall / ideal <= 1.25.
    failed = total, per call the server saw exactly `attempts` requests (at most 1 + its failed
    ones), every answered call (ok, invalid verdict, refused) was billed exactly once and every
    call without an answer never, tokens and cost in the database equal what the server billed
-   times the judge's prices, no (judge, prompt hash) billed twice, no lease left behind.
+   times the judge's prices, no (judge, prompt hash) billed twice, no lease left behind
+   (database leases; the Redis tokens are checked by tests/jury/test_limits_redis.py).
 6. Phase 3: phase 1's items again: every call must come from the cache, with 0 requests to
    the server and cost 0.
 
 --instrument runs the workers through this file instead of the `celery` command, with timers
-around execute_call's phases (cache lookup, limiter acquire/release, provider call, save,
-finish check), per-thread CPU, and every SQL statement counted and timed by kind; --cprofile
-adds cProfile inside the task. Both slow the worker down: use them to see where the time goes,
-not for the ratio. Exit status 1 if an accounting check fails or a run does not finish.
+around the phases of a call (cache lookup, provider request, the batched save, finish check,
+and the per-call path's limiter acquire/release), the workers' CPU per call by thread (event
+loop, task threads, Celery's main thread), and every SQL statement counted and timed by kind;
+--cprofile adds cProfile (thread CPU) of the task threads, the event loop and the main thread.
+Both slow the worker down: use them to see where the time goes, not for the ratio. Exit status 1 if an accounting check fails or a run does not finish.
 An advisory lock (named after the database and the Redis URL) keeps a second run on the same
 ones from starting and dropping the first one's database.
 
@@ -128,7 +132,6 @@ def serve_fake_provider(params: dict[str, Any]) -> None:
     class BenchProvider(fp.FakeProvider):
         def __init__(self, **kw: Any) -> None:
             super().__init__(**kw)
-            self._current = threading.local()
             self.in_flight_by_model: Counter[str] = Counter()
             self.max_in_flight_by_model: Counter[str] = Counter()
             # (model, sha256 of the user prompt) -> [requests, ok outcomes, error outcomes,
@@ -137,9 +140,11 @@ def serve_fake_provider(params: dict[str, Any]) -> None:
             self.first_request: float | None = None
             self.last_response: float | None = None
 
-        def _begin(self, protocol: str, path: str, headers: dict, body: dict) -> tuple:
-            index, outcome, model, prompt = super()._begin(protocol, path, headers, body)
-            key = (model, fp.prompt_key(prompt))
+        def _begin(self, protocol: str, path: str, headers: dict, body: dict) -> fp.Exchange:
+            exchange = super()._begin(protocol, path, headers, body)
+            model = exchange.model
+            key = (model, fp.prompt_key(exchange.prompt))
+            exchange.extra["key"] = key
             with self._lock:
                 self.in_flight_by_model[model] += 1
                 self.max_in_flight_by_model[model] = max(
@@ -147,26 +152,30 @@ def serve_fake_provider(params: dict[str, Any]) -> None:
                 )
                 row = self.per_key.setdefault(key, [0, 0, 0, 0, 0, 0])
                 row[0] += 1
-                row[1 if outcome == "ok" else 2] += 1
+                row[1 if exchange.outcome == "ok" else 2] += 1
                 if self.first_request is None:
                     self.first_request = time.time()
-            self._current.key = key
-            return index, outcome, model, prompt
+            return exchange
 
-        def _end(self) -> None:
-            super()._end()
+        def _end(self, exchange: fp.Exchange) -> None:
+            super()._end(exchange)
             with self._lock:
-                self.in_flight_by_model[self._current.key[0]] -= 1
+                self.in_flight_by_model[exchange.model] -= 1
                 self.last_response = time.time()
 
-        def bill(self, usage: dict[str, Any]) -> None:
-            key = getattr(self._current, "key", None)
-            if key is None:
+        def _responded(self, exchange: fp.Exchange, status: int, data: Any) -> None:
+            # A 200 carrying usage is what a provider bills.
+            if (
+                status != 200
+                or not isinstance(data, dict)
+                or not isinstance(data.get("usage"), dict)
+            ):
                 return
+            usage = data["usage"]
             n_in = usage.get("prompt_tokens", usage.get("input_tokens", 0))
             n_out = usage.get("completion_tokens", usage.get("output_tokens", 0))
             with self._lock:
-                row = self.per_key[key]
+                row = self.per_key[exchange.extra["key"]]
                 row[3] += 1
                 row[4] += int(n_in)
                 row[5] += int(n_out)
@@ -194,42 +203,29 @@ def serve_fake_provider(params: dict[str, Any]) -> None:
                     "per_key": [[m, k, *row] for (m, k), row in self.per_key.items()],
                 }
 
-    class BenchHandler(fp._Handler):
-        def do_GET(self) -> None:
-            fake: BenchProvider = self.server.fake  # type: ignore[attr-defined]
-            if urlsplit(self.path).path == "/bench/stats":
-                self._send(200, json.dumps(fake.stats()).encode())
-            else:
-                self._send(404, b"{}")
-
-        def do_POST(self) -> None:
-            path = urlsplit(self.path).path
+        def extra_route(self, method: str, path: str, body: bytes) -> tuple[int, bytes] | None:
             if not path.startswith("/bench/"):
-                super().do_POST()
-                return
-            fake: BenchProvider = self.server.fake  # type: ignore[attr-defined]
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+                return None
+            if method == "GET" and path == "/bench/stats":
+                return 200, json.dumps(self.stats()).encode()
+            if method != "POST":
+                return 404, b"{}"
+            data = json.loads(body or b"{}")
             if path == "/bench/reset":
-                fake.bench_reset()
+                self.bench_reset()
             elif path == "/bench/config":
-                with fake._lock:
-                    fake.latency_seconds = float(body.get("latency", fake.latency_seconds))
-                    fake.failure_rate = float(body.get("failure_rate", 0.0))
-                    fake.failure_outcomes = tuple(body.get("failure_outcomes", ("429", "500")))
-                    fake.retry_after_seconds = body.get("retry_after", fake.retry_after_seconds)
-                    fake._rng = random.Random(int(body.get("seed", 0)))
-            self._send(200, b"{}")
-
-        def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-            # A 200 carrying usage is what a provider bills.
-            if status == 200 and isinstance(data, dict) and isinstance(data.get("usage"), dict):
-                self.server.fake.bill(data["usage"])  # type: ignore[attr-defined]
-            super()._json(status, data, headers)
+                with self._lock:
+                    self.latency_seconds = float(data.get("latency", self.latency_seconds))
+                    self.failure_rate = float(data.get("failure_rate", 0.0))
+                    self.failure_outcomes = tuple(data.get("failure_outcomes", ("429", "500")))
+                    self.retry_after_seconds = data.get("retry_after", self.retry_after_seconds)
+                    self._rng = random.Random(int(data.get("seed", 0)))
+            else:
+                return 404, b"{}"
+            return 200, b"{}"
 
     server = BenchProvider(latency_seconds=float(params["latency"]), seed=int(params["seed"]))
     server.start()
-    server._server.RequestHandlerClass = BenchHandler  # read per connection
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -303,6 +299,9 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
     sql: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # count, wall
     acquired: Counter[str] = Counter()
     profiles: list[cProfile.Profile] = []
+    loop_profiles: list[cProfile.Profile] = []
+    main_profiles: list[cProfile.Profile] = []
+    task_threads: dict[int, float] = {}  # native thread id -> its CPU seconds so far
     local = threading.local()
 
     def add(name: str, wall: float, cpu: float) -> None:
@@ -382,10 +381,8 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
 
     limits.acquire = acquire
     limits.release = timed("limits.release", limits.release)
-    execution._copy_from_cache = timed(
-        "cache lookup (_copy_from_cache)", execution._copy_from_cache
-    )
-    execution._save_outcome = timed("_save_outcome", execution._save_outcome)
+    execution._cache_sources = timed("cache lookup (_cache_sources)", execution._cache_sources)
+    execution._save_batch = timed("_save_batch (one transaction)", execution._save_batch)
     execution._finish_run_if_done = timed("_finish_run_if_done", execution._finish_run_if_done)
 
     class TimedClient:
@@ -416,26 +413,90 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
             return wrapped.setdefault(id(inner), TimedClient(inner))
 
     execution._client = client
-    original_execute = tasks.execute_call
 
-    def execute_call(**kw: Any) -> str:
-        pr = getattr(local, "profile", None)
-        if use_cprofile and pr is None:
-            # CPU time of this thread: waits (GIL, locks, sockets) are in the phase timers.
-            pr = local.profile = cProfile.Profile(time.thread_time)
-            with lock:
-                profiles.append(pr)
-        t0, c0 = time.perf_counter(), time.thread_time()
-        if pr is not None:
-            pr.enable()
+    # The event loop's requests: wall time only (the loop's CPU is shared by all of them).
+    original_complete = execution._AsyncProvider.complete
+
+    async def complete(self: Any, request: Any) -> Any:
+        t0 = time.perf_counter()
+        outcome = "ok"
         try:
-            return original_execute(**kw)
+            return await original_complete(self, request)
+        except Exception:
+            outcome = "error"
+            raise
         finally:
-            if pr is not None:
-                pr.disable()
-            add("execute_call (whole task body)", time.perf_counter() - t0, time.thread_time() - c0)
+            add(f"provider call on the event loop ({outcome}; wall)", time.perf_counter() - t0, 0.0)
 
-    tasks.execute_call = execute_call
+    execution._AsyncProvider.complete = complete
+
+    def task_body(name: str, fn: Any) -> Any:
+        def wrapper(**kw: Any) -> Any:
+            pr = getattr(local, "profile", None)
+            if use_cprofile and pr is None:
+                # CPU time of this thread: waits (GIL, locks, sockets) are in the phase timers.
+                pr = local.profile = cProfile.Profile(time.thread_time)
+                with lock:
+                    profiles.append(pr)
+            t0, c0 = time.perf_counter(), time.thread_time()
+            if pr is not None:
+                pr.enable()
+            try:
+                return fn(**kw)
+            finally:
+                if pr is not None:
+                    pr.disable()
+                add(name, time.perf_counter() - t0, time.thread_time() - c0)
+                with lock:  # the pool's threads are gone by the time the figures are dumped
+                    task_threads[threading.get_native_id()] = time.thread_time()
+
+        return wrapper
+
+    if use_cprofile:
+        # The event loop's thread too: the provider requests' CPU is spent there.
+        original_run = execution._Engine._run
+
+        def run(self: Any, ready: Any) -> None:
+            pr = cProfile.Profile(time.thread_time)
+            with lock:
+                loop_profiles.append(pr)
+            pr.enable()
+            try:
+                original_run(self, ready)
+            finally:
+                pr.disable()
+
+        execution._Engine._run = run
+
+    tasks.execute_call = task_body("execute_call (whole task body)", tasks.execute_call)
+    tasks.execute_calls = task_body("execute_calls (whole chunk task body)", tasks.execute_calls)
+
+    def thread_cpu() -> dict[str, float]:
+        """CPU seconds per kind of thread of this process, from /proc (the event loop, the
+        Celery pool's threads, the limiter's heartbeat, the rest)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        found: Counter[str] = Counter()
+        for thread in threading.enumerate():
+            try:
+                stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if thread.native_id in task_threads:
+                continue
+            name = thread.name
+            kind = (
+                "event loop (jury-engine)"
+                if name == "jury-engine"
+                else "limiter heartbeat"
+                if name.startswith("jury-limiter")
+                else "Celery main thread (consumer)"
+                if name == "MainThread"
+                else "other threads"
+            )
+            found[kind] += (int(fields[11]) + int(fields[12])) / ticks
+        found["task threads (Celery pool)"] = sum(task_threads.values())
+        return dict(found)
 
     def dump(**kw: Any) -> None:
         with lock:
@@ -444,19 +505,33 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
                 "phases": {k: list(v) for k, v in phases.items()},
                 "sql": {k: list(v) for k, v in sql.items()},
                 "acquire": dict(acquired),
+                "threads": thread_cpu(),
             }
         out.write_text(json.dumps(data))
-        if profiles:
-            import pstats
+        import pstats
 
-            stats = pstats.Stats(profiles[0])
-            for pr in profiles[1:]:
-                stats.add(pr)
-            stats.dump_stats(str(out.with_suffix(".prof")))
+        for found, suffix in (
+            (profiles, ".prof"),
+            (loop_profiles, ".loop.prof"),
+            (main_profiles, ".main.prof"),
+        ):
+            if found:
+                for pr in found:
+                    pr.disable()  # the loop's thread is still running at shutdown
+                stats = pstats.Stats(found[0])
+                for pr in found[1:]:
+                    stats.add(pr)
+                stats.dump_stats(str(out.with_suffix(suffix)))
 
     worker_shutdown.connect(dump, weak=False)
     from medhelm_site.celery import app
 
+    if use_cprofile:
+        # The main thread too: Celery's consumer (messages, acks) runs there.
+        main_profile = cProfile.Profile(time.thread_time)
+        with lock:
+            main_profiles.append(main_profile)
+        main_profile.enable()
     app.worker_main(["worker", *celery_args])
 
 
@@ -1153,11 +1228,15 @@ def report_phase(
     return problems
 
 
-def report_instrumentation(workers: Workers) -> None:
+def report_instrumentation(workers: Workers, n_calls: int) -> None:
+    """Figures per judge call (all calls of the bench: warm-up and the three phases)."""
     merged_phases: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
     merged_sql: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     acquire: Counter[str] = Counter()
-    profiles = []
+    thread_cpu: Counter[str] = Counter()
+    profiles: list[str] = []
+    loop_profiles: list[str] = []
+    main_profiles: list[str] = []
     for out in workers.instrument_out:
         if not out.exists():
             print(f"(no instrumentation from {out.name}: the worker did not shut down cleanly)")
@@ -1170,12 +1249,29 @@ def report_instrumentation(workers: Workers) -> None:
             for i, x in enumerate(v):
                 merged_sql[k][i] += x
         acquire.update(data["acquire"])
+        for k, v in data.get("threads", {}).items():
+            thread_cpu[k] += v
         if out.with_suffix(".prof").exists():
             profiles.append(str(out.with_suffix(".prof")))
-    tasks = merged_phases.get("execute_call (whole task body)", [0])[0] or 1
+        if out.with_suffix(".loop.prof").exists():
+            loop_profiles.append(str(out.with_suffix(".loop.prof")))
+        if out.with_suffix(".main.prof").exists():
+            main_profiles.append(str(out.with_suffix(".main.prof")))
+    n_tasks = sum(
+        merged_phases.get(k, [0])[0]
+        for k in ("execute_call (whole task body)", "execute_calls (whole chunk task body)")
+    )
+    tasks = n_calls or 1  # the denominator: per call
     print(
-        f"\ninstrumented worker(s), whole bench (warm-up and all phases): {int(tasks):,} tasks; "
-        f"limiter acquire outcomes {dict(acquire)}"
+        f"\ninstrumented worker(s), whole bench (warm-up and all phases): {n_calls:,} calls in "
+        f"{int(n_tasks):,} tasks; limiter acquire outcomes (per-call path) {dict(acquire)}"
+    )
+    print(
+        "worker CPU per call by thread: "
+        + ", ".join(
+            f"{k} {1000 * v / tasks:.2f} ms"
+            for k, v in sorted(thread_cpu.items(), key=lambda kv: -kv[1])
+        )
     )
     rows = [
         [
@@ -1191,18 +1287,18 @@ def report_instrumentation(workers: Workers) -> None:
     ]
     print_table(
         [
-            "phase of execute_call",
+            "phase",
             "count",
-            "per task",
+            "per call",
             "wall ms each",
             "CPU ms each",
-            "wall ms per task",
-            "CPU ms per task",
+            "wall ms per call",
+            "CPU ms per call",
         ],
         rows,
     )
     n_sql = sum(v[0] for v in merged_sql.values())
-    print(f"\nSQL: {n_sql / tasks:.1f} statements per task (COMMIT included), by kind:")
+    print(f"\nSQL: {n_sql / tasks:.1f} statements per call (COMMIT included), by kind:")
     rows = [
         [
             k,
@@ -1213,22 +1309,26 @@ def report_instrumentation(workers: Workers) -> None:
         ]
         for k, v in sorted(merged_sql.items(), key=lambda kv: -kv[1][1])
     ]
-    print_table(["statement", "count", "per task", "wall ms each", "wall ms per task"], rows)
-    if profiles:
-        import io
-        import pstats
+    print_table(["statement", "count", "per call", "wall ms each", "wall ms per call"], rows)
+    import io
+    import pstats
 
-        stats = pstats.Stats(profiles[0])
-        for p in profiles[1:]:
+    for found, what in (
+        (profiles, "the task bodies (their threads)"),
+        (loop_profiles, "the event loop's thread (provider requests, Redis tokens)"),
+        (main_profiles, "the main thread (Celery's consumer)"),
+    ):
+        if not found:
+            continue
+        stats = pstats.Stats(found[0])
+        for p in found[1:]:
             stats.add(p)
         for key in ("tottime", "cumulative"):
             buf = io.StringIO()
             stats.stream = buf
             stats.sort_stats(key).print_stats(30)
             text = buf.getvalue()
-            print(
-                f"\ncProfile (thread CPU time) inside execute_call, all threads, by {key} (top 30):"
-            )
+            print(f"\ncProfile (thread CPU time) of {what}, by {key} (top 30):")
             print(text[text.find("   ncalls") :].rstrip())
 
 
@@ -1282,8 +1382,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--quick", action="store_true", help="smoke run: 200 items")
-    parser.add_argument("--workers", type=int, default=1, help="Celery worker processes")
-    parser.add_argument("--threads", type=int, default=48, help="threads per worker process")
+    # Two processes (one per core of the reference machine), each with one event loop for the
+    # provider requests and six task threads, i.e. six chunks at once: a chunk's task lasts
+    # until its slowest call (a retry after a 429 or 500) ends, and meanwhile the others keep
+    # enough calls waiting for every slot.
+    parser.add_argument("--workers", type=int, default=2, help="Celery worker processes")
+    parser.add_argument("--threads", type=int, default=6, help="threads per worker process")
     parser.add_argument("--latency", type=float, default=0.1, help="provider latency, seconds")
     parser.add_argument("--concurrency", type=int, default=16, help="max_concurrency per judge")
     parser.add_argument("--failure-rate", type=float, default=0.05, help="phase 2")
@@ -1484,7 +1588,10 @@ def _bench(args: argparse.Namespace) -> int:
             else:
                 print(f"  -> {verdict}")
         if args.instrument or args.cprofile:
-            report_instrumentation(workers)
+            from jury.models import JudgeCall
+
+            runs = [phase["run"] for phase in (warm, p1, p2, p3)]
+            report_instrumentation(workers, JudgeCall.objects.filter(run__in=runs).count())
     finally:
         if workers is not None:
             workers.stop()

@@ -14,7 +14,7 @@ from annotation import audit
 from annotation.models import Item, RatingStudy
 from delphi.models import TaxonomyNode
 from jury import limits
-from jury.models import Judge, JudgeCall, JudgeLease, JuryRun, PromptTemplate
+from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
 from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, prompt_hash, render_prompt, validate_template
 from jury.providers.base import CriterionSpec
 
@@ -108,9 +108,24 @@ def items_for_run(*, study: RatingStudy, filters: Mapping[str, Any]) -> QuerySet
     return items
 
 
-def _dispatch(call_ids: Sequence[int]) -> None:
-    from jury.tasks import execute_judge_call
+# Calls per Celery task when the limits live in Redis. A chunk runs its calls concurrently
+# on the worker's event loop (jury.execution.execute_calls): large enough that a worker
+# process keeps every judge's slots busy with a few tasks, and that per-task overhead (the
+# broker, one load query, the cache lookup) is spread over many calls; small enough that
+# the calls spread over the worker processes.
+CALLS_PER_TASK = 48
 
+
+def _dispatch(call_ids: Sequence[int]) -> None:
+    from jury.tasks import execute_judge_call, execute_judge_calls
+
+    if limits.backend() == "redis":
+        ids = list(call_ids)
+        for start in range(0, len(ids), CALLS_PER_TASK):
+            execute_judge_calls.delay(ids[start : start + CALLS_PER_TASK])
+        return
+    # The database limiter polls a locked row per attempt: one task per call, as many in
+    # flight as the workers have processes or threads.
     for call_id in call_ids:
         execute_judge_call.delay(call_id)
 
@@ -199,7 +214,7 @@ def resume_run(*, run: JuryRun, actor: AbstractBaseUser | None, dispatch: bool =
     retried.update(status=JudgeCall.Status.PENDING, error="")
     pending = list(run.calls.filter(status=JudgeCall.Status.PENDING).values_list("pk", flat=True))
     # A pending call's stale lease (its worker died) must not block it.
-    JudgeLease.objects.filter(call_id__in=pending).delete()
+    limits.forget_stale(call_ids=pending)
     run.cancel_requested = False
     run.status = JuryRun.Status.RUNNING if pending else JuryRun.Status.FINISHED
     run.finished_at = None if pending else run.finished_at

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from jury.execution import execute_call
+from jury.execution import execute_call, execute_calls
 
 
 @shared_task(name="jury.execute_judge_call", acks_late=True, ignore_result=True)
 def execute_judge_call(call_id: int) -> str:
-    """Run one judge call. Safe to deliver twice: a finished or claimed call is left alone."""
+    """Run one judge call. Safe to deliver twice: a finished call is left alone, a call
+    another worker holds is waited for."""
     return execute_call(call_id=call_id)
+
+
+@shared_task(name="jury.execute_judge_calls", acks_late=True, ignore_result=True)
+def execute_judge_calls(call_ids: list[int]) -> dict[str, int]:
+    """Run a chunk of judge calls (what start_run sends when the limits live in Redis).
+    Safe to deliver twice, like execute_judge_call; a killed worker's chunk loses only the
+    requests in flight, whose calls stay pending for a resume."""
+    return execute_calls(call_ids=call_ids)
 
 
 @shared_task(name="jury.import_helm_verdicts", bind=True, acks_late=True, max_retries=3)

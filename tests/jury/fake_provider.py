@@ -20,10 +20,18 @@ scored scale_max + 2, i.e. 7 on 1-5).
 
 Counters: `total_requests`, `per_prompt_hash` (sha256 of the user prompt), `per_model`,
 `in_flight` / `max_in_flight`, and `log`: (monotonic time, model, outcome) per request.
+
+The server is a small HTTP/1.1 server (keep-alive, Content-Length or chunked bodies) on an
+asyncio event loop in a thread of its own. A thread per connection (http.server) cost more
+CPU per request than the judge clients it serves, which made it the bottleneck of the jury
+benchmark on two cores; an event loop answers hundreds of requests a second, each waiting
+its latency without a thread. Subclasses (bench/bench_jury.py) hook in through `_begin`,
+`_end`, `_responded` and `extra_route`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -33,8 +41,8 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -95,6 +103,26 @@ class LogEntry(NamedTuple):  # a tuple (time, model, outcome) with names
     outcome: str
 
 
+@dataclass
+class Exchange:
+    """One request being answered: what `_begin` decided, handed to `_end` and `_responded`."""
+
+    index: int
+    outcome: str
+    model: str
+    prompt: str
+    protocol: str
+    extra: dict[str, Any] = field(default_factory=dict)  # for subclasses
+
+
+@dataclass
+class Reply:
+    status: int
+    payload: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    truncated: bool = False  # announce more bytes than sent, then close
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -137,20 +165,23 @@ class FakeProvider:
         self.timeout_sleep_seconds = timeout_sleep_seconds
         self.default_criteria = list(default_criteria)
         self._rng = random.Random(seed)
+        # Counters are written on the server's loop and read (or reset) from test threads.
         self._lock = threading.Lock()
-        self._stop = threading.Event()
         self._script: deque[str] = deque()
         self._rules: list[tuple[str, str]] = []
         self.requests: deque[RecordedRequest] = deque(maxlen=record_limit)
         self.log: list[LogEntry] = []
         self.total_requests = 0
+        self.connections_opened = 0
         self.per_prompt_hash: Counter[str] = Counter()
         self.per_model: Counter[str] = Counter()
         self.per_outcome: Counter[str] = Counter()
         self.in_flight = 0
         self.max_in_flight = 0
-        self._server: ThreadingHTTPServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._address: tuple[str, int] | None = None
+        self._connections: set[_Connection] = set()
 
     # --- scripting -------------------------------------------------------------------
     @staticmethod
@@ -190,8 +221,8 @@ class FakeProvider:
     # --- lifecycle ---------------------------------------------------------------------
     @property
     def url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
+        assert self._address is not None, "server not started"
+        host, port = self._address
         return f"http://{host}:{port}"
 
     @property
@@ -203,27 +234,58 @@ class FakeProvider:
         return self.url
 
     def start(self) -> FakeProvider:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler, bind_and_activate=False)
-        server.daemon_threads = True
-        server.request_queue_size = 256  # benchmarks open dozens of connections at once
-        server.allow_reuse_address = True
-        server.server_bind()
-        server.server_activate()
-        server.fake = self  # type: ignore[attr-defined]
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        failed: list[BaseException] = []
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                server = loop.run_until_complete(
+                    loop.create_server(
+                        lambda: _Connection(self),
+                        "127.0.0.1",
+                        0,
+                        backlog=512,  # benchmarks open dozens of connections at once
+                        reuse_address=True,
+                    )
+                )
+            except BaseException as exc:  # reported to start()'s caller
+                failed.append(exc)
+                ready.set()
+                return
+            self._address = server.sockets[0].getsockname()[:2]
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                server.close()
+                loop.run_until_complete(server.wait_closed())
+                loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=serve, name="fake-provider", daemon=True)
         self._thread.start()
+        ready.wait()
+        if failed:
+            raise failed[0]
         return self
 
     def stop(self) -> None:
-        self._stop.set()  # wakes handlers sleeping for latency or "timeout"
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        """Stop serving: requests still sleeping (latency, "timeout") end with the connection
+        closed, as when a provider goes away, and are no longer counted in flight."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or not thread.is_alive():
+            return
+        done = asyncio.run_coroutine_threadsafe(self._close_connections(), loop)
+        with contextlib.suppress(Exception):
+            done.result(timeout=5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+
+    async def _close_connections(self) -> None:
+        for conn in list(self._connections):
+            conn.abort()
 
     def __enter__(self) -> FakeProvider:
         return self.start()
@@ -231,8 +293,8 @@ class FakeProvider:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # --- per request ---------------------------------------------------------------------
-    def _begin(self, protocol: str, path: str, headers: dict[str, str], body: dict) -> tuple:
+    # --- per request (hooks for subclasses) ------------------------------------------------
+    def _begin(self, protocol: str, path: str, headers: dict[str, str], body: dict) -> Exchange:
         model = str(body.get("model", ""))
         prompt = _user_prompt(body)
         with self._lock:
@@ -254,11 +316,22 @@ class FakeProvider:
             self.requests.append(
                 RecordedRequest(protocol, path, headers, body, model, prompt, outcome)
             )
-        return index, outcome, model, prompt
+        return Exchange(index, outcome, model, prompt, protocol)
 
-    def _end(self) -> None:
+    def _end(self, exchange: Exchange) -> None:
+        """The request is answered (or abandoned): no longer in flight."""
         with self._lock:
             self.in_flight -= 1
+
+    def _responded(self, exchange: Exchange, status: int, data: Any) -> None:
+        """Called with the decoded response just before it is written (e.g. to count what a
+        provider bills: a 200 that carries usage)."""
+
+    def extra_route(
+        self, method: str, path: str, body: bytes
+    ) -> tuple[int, bytes] | None:  # pragma: no cover - for subclasses
+        """Answer a request outside the two protocols (status, JSON bytes), or None."""
+        return None
 
     def _latency(self, index: int) -> float:
         latency = self.latency_seconds
@@ -268,113 +341,76 @@ class FakeProvider:
             return float(latency)
         return float(latency[index]) if index < len(latency) else 0.0
 
-    def _sleep(self, seconds: float) -> bool:
-        """Sleep unless the server stops; True when the full time passed."""
-        return not self._stop.wait(seconds) if seconds > 0 else True
-
-
-def _user_prompt(body: dict) -> str:
-    messages = body.get("messages") or []
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return ""
-
-
-def _system_prompt(body: dict) -> str:
-    system = body.get("system")
-    if isinstance(system, str):
-        return system
-    for message in body.get("messages") or []:
-        if isinstance(message, dict) and message.get("role") == "system":
-            return str(message.get("content", ""))
-    return ""
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: every response carries Content-Length
-    timeout = 10  # idle keep-alive connections end, so handler threads do not linger
-    server_version = "FakeProvider/1.0"
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body are written separately; without TCP_NODELAY, Nagle's algorithm
-        # and the client's delayed ACK add ~40 ms to every response.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet in tests
-        pass
-
-    def do_POST(self) -> None:
-        fake: FakeProvider = self.server.fake  # type: ignore[attr-defined]
-        path = urlsplit(self.path).path
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+    # --- HTTP --------------------------------------------------------------------------------
+    def _handle(
+        self,
+        conn: _Connection,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        raw: bytes,
+        keep_alive: bool,
+    ) -> None:
+        """Answer one request now, or after the latency (a timer on the loop, no thread)."""
+        path = urlsplit(target).path
+        extra = self.extra_route(method, path, raw)
+        if extra is not None:
+            conn.send(Reply(extra[0], extra[1]), keep_alive)
+            return
+        if method != "POST":
+            conn.send(_json_reply(405, {"error": {"message": f"no {method} here"}}), keep_alive)
+            return
         if path.endswith("/chat/completions"):
             protocol = "openai"
         elif path.endswith("/messages"):
             protocol = "anthropic"
         else:
-            self._json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+            error = {"error": {"message": f"no route {path}", "type": "not_found"}}
+            conn.send(_json_reply(404, error), keep_alive)
             return
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
-            self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_json"}})
+            error = {"error": {"message": "body is not JSON", "type": "invalid_json"}}
+            conn.send(_json_reply(400, error), keep_alive)
             return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        index, outcome, model, prompt = fake._begin(protocol, path, headers, body)
+        exchange = self._begin(protocol, path, headers, body)
+        delay = self._latency(exchange.index)
+        if exchange.outcome == "timeout":
+            delay += self.timeout_sleep_seconds
+        conn.exchange = exchange
+        args = (conn, exchange, body, headers, keep_alive)
+        if delay > 0:
+            conn.timer = asyncio.get_running_loop().call_later(delay, self._answer, *args)
+        else:
+            self._answer(*args)
+
+    def _answer(
+        self, conn: _Connection, exchange: Exchange, body: dict, headers: dict, keep_alive: bool
+    ) -> None:
+        conn.timer = None
+        conn.exchange = None
         try:
-            if not fake._sleep(fake._latency(index)):
-                self.close_connection = True
-                return
-            if outcome == "timeout" and not fake._sleep(fake.timeout_sleep_seconds):
-                self.close_connection = True
-                return
-            if protocol == "openai":
-                self._openai(fake, outcome, body, model, prompt, headers)
+            if exchange.protocol == "openai":
+                reply = self._openai(exchange, body, headers)
             else:
-                self._anthropic(fake, outcome, body, model, prompt, headers)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the client gave up (its timeout)
+                reply = self._anthropic(exchange, body, headers)
+            conn.send(reply, keep_alive)
         finally:
-            fake._end()
+            # Right after the write: the client cannot have read this answer (and sent its
+            # next request) while the request still counts as in flight.
+            self._end(exchange)
 
-    # --- writing ---------------------------------------------------------------------------
-    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
+    # --- the two protocols -------------------------------------------------------------------
+    def _reply(self, exchange: Exchange, status: int, data: Any, **headers: str) -> Reply:
+        self._responded(exchange, status, data)
+        return _json_reply(status, data, headers)
 
-    def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        self._send(status, json.dumps(data).encode("utf-8"), headers)
-
-    def _truncated(self, data: Any) -> None:
-        payload = json.dumps(data).encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload) + 100))
-        self.end_headers()
-        self.wfile.write(payload[: len(payload) // 2])
-        self.wfile.flush()
-        self.close_connection = True
-        with contextlib.suppress(OSError):  # the client may have gone already
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _error(self, fake: FakeProvider, protocol: str, outcome: str, headers: dict) -> bool:
-        """Write the error response for an error outcome; False when `outcome` is no error."""
-        status = {"429": 429, "500": 500, "503": 503, "400": 400, "401": 401}.get(outcome)
+    def _error(self, exchange: Exchange, headers: dict) -> Reply | None:
+        """The error response for an error outcome; None when the outcome is no error."""
+        status = {"429": 429, "500": 500, "503": 503, "400": 400, "401": 401}.get(exchange.outcome)
         if status is None:
-            return False
+            return None
         kind, message = {
             429: ("rate_limit_error", "Rate limit reached for requests."),
             500: ("api_error", "The server had an error while processing your request."),
@@ -387,31 +423,31 @@ class _Handler(BaseHTTPRequestHandler):
                 "Bearer "
             )
             message += key
-        extra = {"Retry-After": str(fake.retry_after_seconds)} if status == 429 else {}
-        if protocol == "openai":
+        extra = {"Retry-After": str(self.retry_after_seconds)} if status == 429 else {}
+        if exchange.protocol == "openai":
             data = {"error": {"message": message, "type": kind, "param": None, "code": None}}
         else:
             data = {"type": "error", "error": {"type": kind, "message": message}}
-        self._json(status, data, extra)
-        return True
+        return self._reply(exchange, status, data, **extra)
 
-    def _verdict(self, fake: FakeProvider, prompt: str, criteria: Criteria, bad: bool) -> dict:
-        verdict = fake.verdict_fn(prompt, criteria)
+    def _verdict(self, prompt: str, criteria: Criteria, bad: bool) -> dict:
+        verdict = self.verdict_fn(prompt, criteria)
         if bad and criteria:
             key, _low, high = criteria[0]
             verdict[key] = {"score": high + 2, "explanation": "Out of scale."}
         return verdict
 
-    def _openai(self, fake, outcome, body, model, prompt, headers) -> None:
-        if self._error(fake, "openai", outcome, headers):
-            return
+    def _openai(self, exchange: Exchange, body: dict, headers: dict) -> Reply:
+        outcome, model, prompt = exchange.outcome, exchange.model, exchange.prompt
+        error = self._error(exchange, headers)
+        if error is not None:
+            return error
         if outcome == "malformed":
             payload = b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind'
-            self._send(200, payload)
-            return
+            return Reply(200, payload)
         fmt = body.get("response_format") or {}
         schema = (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
-        criteria = _criteria_from_schema(schema) or fake.default_criteria
+        criteria = _criteria_from_schema(schema) or self.default_criteria
         content: str | None
         refusal = None
         finish = "stop"
@@ -422,7 +458,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif outcome == "content_filter":
             content, finish = None, "content_filter"
         else:
-            verdict = self._verdict(fake, prompt, criteria, bad=outcome == "bad_verdict")
+            verdict = self._verdict(prompt, criteria, bad=outcome == "bad_verdict")
             content = json.dumps(verdict)
         input_tokens = _tokens(_system_prompt(body) + prompt)
         output_tokens = _tokens(content or refusal or "")
@@ -447,21 +483,21 @@ class _Handler(BaseHTTPRequestHandler):
             "system_fingerprint": "fp_fake",
         }
         if outcome == "truncated":
-            self._truncated(data)
-        else:
-            self._json(200, data, {"x-request-id": f"req_{time.monotonic_ns()}"})
+            return _truncated(data)
+        return self._reply(exchange, 200, data, **{"x-request-id": f"req_{time.monotonic_ns()}"})
 
-    def _anthropic(self, fake, outcome, body, model, prompt, headers) -> None:
-        if self._error(fake, "anthropic", outcome, headers):
-            return
+    def _anthropic(self, exchange: Exchange, body: dict, headers: dict) -> Reply:
+        outcome, model, prompt = exchange.outcome, exchange.model, exchange.prompt
+        error = self._error(exchange, headers)
+        if error is not None:
+            return error
         if outcome == "malformed":
-            self._send(200, b'{"id": "msg_broken", "type": "message", "content": [{"ty')
-            return
+            return Reply(200, b'{"id": "msg_broken", "type": "message", "content": [{"ty')
         tools = body.get("tools") or []
         tool = next((t for t in tools if t.get("name") == TOOL_NAME), tools[0] if tools else None)
         criteria = (
             _criteria_from_schema(tool.get("input_schema")) if tool else None
-        ) or fake.default_criteria
+        ) or self.default_criteria
         msg_id = f"msg_fake{hashlib.sha1(prompt.encode()).hexdigest()[:20]}"
         if outcome == "echo":
             content = [{"type": "text", "text": prompt}]
@@ -470,7 +506,7 @@ class _Handler(BaseHTTPRequestHandler):
             content = [{"type": "text", "text": "I can't help with that."}]
             stop = "refusal"
         else:
-            verdict = self._verdict(fake, prompt, criteria, bad=outcome == "bad_verdict")
+            verdict = self._verdict(prompt, criteria, bad=outcome == "bad_verdict")
             if tool is not None:
                 content = [
                     {
@@ -497,9 +533,186 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
         }
         if outcome == "truncated":
-            self._truncated(data)
+            return _truncated(data)
+        return self._reply(exchange, 200, data, **{"request-id": f"req_{time.monotonic_ns()}"})
+
+
+def _user_prompt(body: dict) -> str:
+    messages = body.get("messages") or []
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _system_prompt(body: dict) -> str:
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "system":
+            return str(message.get("content", ""))
+    return ""
+
+
+def _json_reply(status: int, data: Any, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, json.dumps(data).encode("utf-8"), dict(headers or {}))
+
+
+def _truncated(data: Any) -> Reply:
+    """A body cut in half under a Content-Length announcing all of it (a dropped connection)."""
+    payload = json.dumps(data).encode("utf-8")
+    return Reply(200, payload, truncated=True)
+
+
+def _encode(reply: Reply, keep_alive: bool) -> bytes:
+    """Status line, headers and body as one write."""
+    try:
+        reason = HTTPStatus(reply.status).phrase
+    except ValueError:
+        reason = "Unknown"
+    payload = reply.payload
+    length = len(payload) + 100 if reply.truncated else len(payload)
+    if reply.truncated:
+        payload = payload[: len(payload) // 2]
+    head = [
+        f"HTTP/1.1 {reply.status} {reason}",
+        "Server: FakeProvider/1.0",
+        "Content-Type: application/json",
+        f"Content-Length: {length}",
+        *(f"{name}: {value}" for name, value in reply.headers.items()),
+    ]
+    if not keep_alive:
+        head.append("Connection: close")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: HTTP/1.1 requests one after the other (keep-alive), parsed
+    from the bytes as they arrive; Content-Length or chunked bodies."""
+
+    MAX_HEAD = 65536
+
+    def __init__(self, fake: FakeProvider) -> None:
+        self.fake = fake
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self.busy = False  # a request is being answered: the next one waits in the buffer
+        self.exchange: Exchange | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            # Header and body go out in one write, but a delayed ACK must not hold them.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.fake._connections.add(self)
+        self.fake.connections_opened += 1
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if not self.busy:
+            self._next_request()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.fake._connections.discard(self)
+        self._drop_pending()
+
+    def abort(self) -> None:
+        """stop(): a request still waiting (latency, "timeout") ends with the connection."""
+        self._drop_pending()
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _drop_pending(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.exchange is not None:
+            exchange, self.exchange = self.exchange, None
+            self.fake._end(exchange)
+
+    def send(self, reply: Reply, keep_alive: bool) -> None:
+        assert self.transport is not None
+        keep_alive = keep_alive and not reply.truncated
+        self.transport.write(_encode(reply, keep_alive))
+        self.busy = False
+        if not keep_alive:
+            self.transport.close()  # after the buffered bytes: a cut body ends here
+        elif self.buffer:
+            self._next_request()
+
+    def _next_request(self) -> None:
+        try:
+            parsed = self._parse()
+        except ValueError:  # garbage: drop the connection
+            if self.transport is not None:
+                self.transport.close()
+            return
+        if parsed is None:
+            return
+        self.busy = True
+        self.fake._handle(self, *parsed)
+
+    def _parse(self) -> tuple[str, str, dict[str, str], bytes, bool] | None:
+        """The next complete request in the buffer (taken out of it), or None."""
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.buffer) > self.MAX_HEAD:
+                raise ValueError("request head too long")
+            return None
+        lines = self.buffer[:end].decode("latin-1").split("\r\n")
+        method, target, _version = lines[0].split(" ", 2)
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")  # no space before the colon in HTTP/1.1
+            headers[name.lower()] = value.strip()
+        start = end + 4
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = _dechunk(self.buffer, start)
+            if body is None:
+                return None
+            raw, stop = body
         else:
-            self._json(200, data, {"request-id": f"req_{time.monotonic_ns()}"})
+            stop = start + int(headers.get("content-length") or 0)
+            if len(self.buffer) < stop:
+                return None
+            raw = bytes(self.buffer[start:stop])
+        del self.buffer[:stop]
+        keep_alive = headers.get("connection", "").lower() != "close"
+        return method, target, headers, raw, keep_alive
+
+
+def _dechunk(buffer: bytearray, start: int) -> tuple[bytes, int] | None:
+    """A chunked body starting at `start`: (body, end offset), or None if incomplete."""
+    parts = []
+    at = start
+    while True:
+        line_end = buffer.find(b"\r\n", at)
+        if line_end < 0:
+            return None
+        size = int(bytes(buffer[at:line_end]).split(b";", 1)[0].strip() or b"0", 16)
+        at = line_end + 2
+        if size == 0:
+            # Trailers, if any, end with an empty line.
+            while True:
+                line_end = buffer.find(b"\r\n", at)
+                if line_end < 0:
+                    return None
+                empty = line_end == at
+                at = line_end + 2
+                if empty:
+                    return b"".join(parts), at
+        if len(buffer) < at + size + 2:
+            return None
+        parts.append(bytes(buffer[at : at + size]))
+        at += size + 2
 
 
 @pytest.fixture(name="fake_provider")
