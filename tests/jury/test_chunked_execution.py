@@ -215,6 +215,26 @@ def test_dispatch_sends_chunks_when_the_limits_live_in_redis(study, fake_provide
 # --- the HTTP transport ---------------------------------------------------------------------
 
 
+def run_on_own_loop(coroutine_function):
+    """Run a coroutine on a fresh event loop in its own thread, as a worker's engine does:
+    in the full suite the browser tests leave Playwright's loop running in this thread."""
+    result: list = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(coroutine_function()))
+        except BaseException as exc:  # re-raised in the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=60)
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
 class _OneShotServer:
     """Answers each connection's first request (chunked, with keep-alive announced) and then
     closes it without a word: what a server's idle timeout looks like to a client."""
@@ -275,7 +295,7 @@ def test_transport_reads_chunked_bodies_and_retries_a_connection_closed_while_id
         return [first.json(), second.json()]
 
     try:
-        assert asyncio.run(run()) == [{"a": 1}, {"a": 1}]
+        assert run_on_own_loop(run) == [{"a": 1}, {"a": 1}]
         assert server.connections == 2
     finally:
         server.stop()
@@ -294,7 +314,7 @@ def test_transport_keeps_connections_alive(fake_provider):
                 )
                 assert response.status_code == 200
 
-    asyncio.run(run())
+    run_on_own_loop(run)
     assert fake_provider.total_requests == 3
     # One connection, kept alive across the three requests.
     assert fake_provider.connections_opened - opened_before == 1
