@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from jury import execution, limits, services
-from jury.models import Judge, JudgeScore, JuryRun
+from jury.models import JudgeScore, JuryRun
 from tests.conftest import require_service
 from tests.factories import make_study_with_members
-from tests.jury.fake_provider import FakeProvider
+from tests.jury.test_runs import make_judge
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
 
@@ -46,23 +46,6 @@ def redis_limits(settings, monkeypatch):
 @pytest.fixture
 def study(db):
     return make_study_with_members(n_items=4, n_clinicians=2, k=2).study
-
-
-def make_judge(fake: FakeProvider, *, name="gpt-judge", provider="openai", **kw) -> Judge:
-    endpoint = fake.openai_url if provider == "openai" else fake.anthropic_url
-    defaults = dict(
-        provider=provider,
-        model_id=f"{name}-model",
-        endpoint=endpoint,
-        api_key_env="FAKE_PROVIDER_KEY",
-        params={"temperature": 0, "max_tokens": 512, "max_attempts": 4},
-        price_input_per_mtok=Decimal("2.5"),
-        price_output_per_mtok=Decimal("10"),
-        max_concurrency=4,
-        timeout_seconds=5,
-    )
-    defaults.update(kw)
-    return Judge.objects.create(name=name, **defaults)
 
 
 def ids(run: JuryRun) -> list[int]:
