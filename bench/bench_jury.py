@@ -292,7 +292,8 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
     from celery.signals import worker_shutdown
     from django.db.backends.signals import connection_created
 
-    from jury import execution, limits, tasks
+    from jury import limits, tasks
+    from jury.execution import clients, engine, single, storage
 
     lock = threading.Lock()
     phases: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])  # count, wall, cpu
@@ -381,9 +382,9 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
 
     limits.acquire = acquire
     limits.release = timed("limits.release", limits.release)
-    execution._cache_sources = timed("cache lookup (_cache_sources)", execution._cache_sources)
-    execution._save_batch = timed("_save_batch (one transaction)", execution._save_batch)
-    execution._finish_run_if_done = timed("_finish_run_if_done", execution._finish_run_if_done)
+    storage.cache_sources = timed("cache lookup (storage.cache_sources)", storage.cache_sources)
+    storage.save_outcomes = timed("storage.save_outcomes (one transaction)", storage.save_outcomes)
+    storage.finish_run_if_done = timed("storage.finish_run_if_done", storage.finish_run_if_done)
 
     class TimedClient:
         def __init__(self, client: Any) -> None:
@@ -404,7 +405,7 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
                     time.thread_time() - c0,
                 )
 
-    original_client = execution._client
+    original_client = single.sync_client
     wrapped: dict[int, TimedClient] = {}
 
     def client(judge: Any) -> TimedClient:
@@ -412,10 +413,10 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
         with lock:
             return wrapped.setdefault(id(inner), TimedClient(inner))
 
-    execution._client = client
+    single.sync_client = client
 
     # The event loop's requests: wall time only (the loop's CPU is shared by all of them).
-    original_complete = execution._AsyncProvider.complete
+    original_complete = clients.AsyncProvider.complete
 
     async def complete(self: Any, request: Any) -> Any:
         t0 = time.perf_counter()
@@ -428,7 +429,7 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
         finally:
             add(f"provider call on the event loop ({outcome}; wall)", time.perf_counter() - t0, 0.0)
 
-    execution._AsyncProvider.complete = complete
+    clients.AsyncProvider.complete = complete
 
     def task_body(name: str, fn: Any) -> Any:
         def wrapper(**kw: Any) -> Any:
@@ -454,7 +455,7 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
 
     if use_cprofile:
         # The event loop's thread too: the provider requests' CPU is spent there.
-        original_run = execution._Engine._run
+        original_run = engine.Engine._run
 
         def run(self: Any, ready: Any) -> None:
             pr = cProfile.Profile(time.thread_time)
@@ -466,7 +467,7 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
             finally:
                 pr.disable()
 
-        execution._Engine._run = run
+        engine.Engine._run = run
 
     tasks.execute_call = task_body("execute_call (whole task body)", tasks.execute_call)
     tasks.execute_calls = task_body("execute_calls (whole chunk task body)", tasks.execute_calls)

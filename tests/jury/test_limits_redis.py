@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from jury import execution, limits
+from jury.execution.engine import Engine
 from tests.conftest import require_service
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
@@ -111,7 +112,7 @@ def _engine_process(url: str, prefix: str, judge_id: int, rounds: int, done) -> 
     import redis
 
     limiter = limits.RedisLimiter(url, prefix)
-    engine = execution._Engine(limiter)
+    engine = Engine(limiter)
     counter = redis.Redis.from_url(url)
     seen: list[int] = []
 

@@ -1,0 +1,334 @@
+"""The chunk engine: one asyncio event loop per worker process, in a thread of its own,
+running the provider requests of every chunk task of the process, and its side of the
+judges' Redis tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jury import limits
+from jury.execution.clients import AsyncProvider, client_key
+from jury.execution.retries import MAX_WAIT_FOR_SLOT_SECONDS, backoff_seconds
+from jury.execution.storage import Outcome
+from jury.models import Judge, JudgeCall
+from jury.providers import base as providers
+
+log = logging.getLogger(__name__)
+
+
+class LeftPending(Exception):
+    """A waiting call gives up its turn (run cancelled, or no slot for too long)."""
+
+
+class _Token:
+    """One of a judge's Redis tokens while this process holds it."""
+
+    __slots__ = ("uses",)
+
+    def __init__(self) -> None:
+        self.uses = 0
+
+
+class Gate:
+    """This process's side of one judge's Redis tokens: local waiters, first come first
+    served, and one fetcher that takes tokens for them with BLMOVE. Blocked clients of Redis
+    are served in the order they blocked, so the workers of a machine (or of several) share
+    a judge's slots fairly, and a token put back wakes a waiter at once: no polling.
+
+    A token whose request has been answered goes straight to the next local waiter, up to
+    HANDOFF_LIMIT requests in a row, and then back to Redis, where the other workers' blocked
+    fetchers get their turn. The direct handoff spares two Redis round trips and two turns
+    of busy event loops per request (the slot would sit idle meanwhile); the limit keeps one
+    busy worker from keeping a judge's slots to itself."""
+
+    HANDOFF_LIMIT = 8
+
+    def __init__(self, engine: Engine, judge_id: int) -> None:
+        self.engine = engine
+        self.judge_id = judge_id
+        self.size = 0
+        self.rpm = 0
+        self.waiters: deque[asyncio.Future] = deque()
+        self.fetching = False
+        self.free_key = engine.limiter.free_key(judge_id)
+        self.inuse_key = engine.limiter.inuse_key(judge_id)
+
+    async def configure(self, *, size: int, rpm: int) -> None:
+        if size != self.size:
+            await self.engine.script("setup", self.judge_id, size, self.engine.limiter.owner)
+            self.engine.limiter.remember(self.judge_id)
+            self.size = size
+        self.rpm = rpm
+
+    async def acquire(self, waiter: asyncio.Future, *, retry: bool = False) -> _Token:
+        """Wait for a token (the caller made `waiter`; failing it gives up the turn). A retry
+        goes first: it has waited its turn once already, and its chunk (its task) cannot end
+        before it does."""
+        if retry:
+            self.waiters.appendleft(waiter)
+        else:
+            self.waiters.append(waiter)
+        if not self.fetching:
+            self.fetching = True
+            asyncio.get_running_loop().create_task(self._fetch())
+        token: _Token = await waiter
+        try:
+            while self.rpm:
+                wait_ms = await self.engine.script(
+                    "charge", self.judge_id, self.rpm, limits.BURST_SECONDS
+                )
+                if not wait_ms:
+                    break
+                await asyncio.sleep(int(wait_ms) / 1000)
+        except BaseException:
+            await self.give_back()
+            raise
+        return token
+
+    def _next_waiter(self) -> asyncio.Future | None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():  # not given up
+                return waiter
+        return None
+
+    async def release(self, token: _Token) -> None:
+        token.uses += 1
+        if token.uses < self.HANDOFF_LIMIT:
+            waiter = self._next_waiter()
+            if waiter is not None:
+                waiter.set_result(token)
+                return
+        await self.give_back()
+
+    async def give_back(self) -> None:
+        await self.engine.script("release", self.judge_id, self.engine.limiter.owner, "", "")
+
+    async def _fetch(self) -> None:
+        redis = self.engine.redis
+        try:
+            while self.waiters:
+                if self.waiters[0].done():  # gave up its turn
+                    self.waiters.popleft()
+                    continue
+                try:
+                    taken = await redis.blmove(
+                        self.free_key, self.inuse_key, 1.0, src="LEFT", dest="RIGHT"
+                    )
+                except Exception:
+                    log.warning("jury limiter: taking a token failed; retrying", exc_info=True)
+                    await asyncio.sleep(1.0)
+                    continue
+                if taken is None:
+                    # Nothing came back for a second: free what dead workers still hold.
+                    await self.engine.script(
+                        "setup", self.judge_id, self.size, self.engine.limiter.owner
+                    )
+                    continue
+                waiter = self._next_waiter()
+                if waiter is not None:
+                    waiter.set_result(_Token())
+                else:
+                    await self.give_back()
+        finally:
+            self.fetching = False
+
+
+@dataclass
+class Job:
+    call_id: int
+    judge: Judge
+    request: providers.JudgeRequest
+    max_attempts: int
+
+
+@dataclass
+class ChunkState:
+    cancelled: bool = False
+    waiting: set[asyncio.Future] = field(default_factory=set)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        for waiter in list(self.waiting):
+            if not waiter.done():
+                waiter.set_exception(LeftPending())
+
+
+class Engine:
+    """One asyncio event loop per worker process, in a thread of its own, running the
+    provider requests of every chunk task of the process. SDK clients and Redis connections
+    live on this loop and are reused by every chunk."""
+
+    def __init__(self, limiter: limits.RedisLimiter) -> None:
+        self.limiter = limiter
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.providers: dict[tuple, AsyncProvider] = {}
+        self.gates: dict[int, Gate] = {}
+        self.redis: Any = None
+        self.scripts: dict[str, Any] = {}
+        ready = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(ready,), name="jury-engine", daemon=True
+        )
+        self.thread.start()
+        ready.wait()
+
+    def stop(self) -> None:
+        """Close the SDK clients and Redis connections and end the loop's thread (tests; a
+        worker process just exits)."""
+
+        async def close() -> None:
+            for provider in self.providers.values():
+                if provider.client is not None:
+                    await provider.client.close()
+            await self.redis.aclose()
+
+        if self.thread.is_alive():
+            asyncio.run_coroutine_threadsafe(close(), self.loop).result(timeout=10)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)
+
+    def _run(self, ready: threading.Event) -> None:
+        import redis.asyncio
+
+        asyncio.set_event_loop(self.loop)
+        self.redis = redis.asyncio.Redis.from_url(self.limiter.url)
+        self.scripts = {
+            name: self.redis.register_script(limits.lua(name))
+            for name in ("setup", "charge", "release")
+        }
+        ready.set()
+        self.loop.run_forever()
+
+    async def script(self, name: str, *args: Any) -> Any:
+        return await self.scripts[name](args=[self.limiter.prefix, *args])
+
+    def provider(self, judge: Judge) -> AsyncProvider:
+        key = client_key(judge)
+        found = self.providers.get(key)
+        if found is None:
+            found = self.providers[key] = AsyncProvider(judge, key[4])
+        return found
+
+    def gate(self, judge_id: int) -> Gate:
+        found = self.gates.get(judge_id)
+        if found is None:
+            found = self.gates[judge_id] = Gate(self, judge_id)
+        return found
+
+    def run_chunk(
+        self, jobs: Sequence[Job], state: ChunkState, put: Callable[[Outcome], None]
+    ) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(self._run_chunk(jobs, state, put), self.loop)
+
+    def cancel(self, state: ChunkState) -> None:
+        self.loop.call_soon_threadsafe(state.cancel)
+
+    async def _run_chunk(
+        self, jobs: Sequence[Job], state: ChunkState, put: Callable[[Outcome], None]
+    ) -> None:
+        for judge in {job.judge.pk: job.judge for job in jobs}.values():
+            await self.gate(judge.pk).configure(
+                size=judge.max_concurrency, rpm=judge.requests_per_minute or 0
+            )
+
+        async def one(job: Job) -> None:
+            try:
+                outcome = await self._run_call(job, state)
+            except Exception:  # never lose a call: it stays pending for a resume
+                log.exception("jury call %s failed in the engine; left pending", job.call_id)
+                outcome = Outcome(call_id=job.call_id, status=None)
+            put(outcome)
+
+        await asyncio.gather(*(one(job) for job in jobs))
+
+    async def _run_call(self, job: Job, state: ChunkState) -> Outcome:
+        loop = asyncio.get_running_loop()
+        gate = self.gate(job.judge.pk)
+        provider = self.provider(job.judge)
+        rng = random.Random()
+        attempts = 0
+        last_error = ""
+        last_status = JudgeCall.Status.PROVIDER_ERROR
+        while attempts < job.max_attempts:
+            if state.cancelled:
+                return Outcome(call_id=job.call_id, status=None, attempts=attempts)
+            waiter = loop.create_future()
+            state.waiting.add(waiter)
+            timer = loop.call_later(
+                MAX_WAIT_FOR_SLOT_SECONDS,
+                lambda w=waiter: w.done() or w.set_exception(LeftPending()),
+            )
+            try:
+                token = await gate.acquire(waiter, retry=attempts > 0)
+            except LeftPending:
+                return Outcome(call_id=job.call_id, status=None, attempts=attempts)
+            finally:
+                timer.cancel()
+                state.waiting.discard(waiter)
+            attempts += 1
+            started = time.monotonic()
+            try:
+                reply = await provider.complete(job.request)
+            except providers.ProviderError as exc:
+                await gate.release(token)
+                last_error = f"attempt {attempts}: {exc}"
+                last_status = (
+                    JudgeCall.Status.TIMEOUT
+                    if isinstance(exc, providers.ProviderTimeout)
+                    else JudgeCall.Status.PROVIDER_ERROR
+                )
+                if not exc.retryable or attempts >= job.max_attempts:
+                    break
+                await asyncio.sleep(backoff_seconds(attempts, exc.retry_after_seconds, rng))
+                continue
+            except Exception as exc:  # a bug in a client must not leave the call pending
+                await gate.release(token)
+                last_error = f"attempt {attempts}: unexpected {type(exc).__name__}: {exc}"
+                last_status = JudgeCall.Status.PROVIDER_ERROR
+                break
+            latency_ms = int((time.monotonic() - started) * 1000)
+            await gate.release(token)
+            return Outcome(
+                call_id=job.call_id,
+                status=JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK,
+                reply=reply,
+                attempts=attempts,
+                latency_ms=latency_ms,
+            )
+        return Outcome(call_id=job.call_id, status=last_status, error=last_error, attempts=attempts)
+
+
+_engine_instance: Engine | None = None
+_engine_lock = threading.Lock()
+
+
+def get_engine(limiter: limits.RedisLimiter) -> Engine:
+    global _engine_instance
+    with _engine_lock:
+        engine = _engine_instance
+        if engine is None or engine.pid != os.getpid() or engine.limiter is not limiter:
+            if engine is not None and engine.pid == os.getpid():
+                engine.stop()  # its limiter was replaced (settings changed)
+            engine = _engine_instance = Engine(limiter)
+        return engine
+
+
+def stop_engine() -> None:
+    """Stop this process's engine, if any (tests, and anyone swapping the limiter)."""
+    global _engine_instance
+    with _engine_lock:
+        engine, _engine_instance = _engine_instance, None
+    if engine is not None and engine.pid == os.getpid():
+        engine.stop()

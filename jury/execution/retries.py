@@ -1,0 +1,18 @@
+"""How long to wait before trying a judge call again, and when to give up."""
+
+from __future__ import annotations
+
+import random
+
+DEFAULT_MAX_ATTEMPTS = 5
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 30.0
+# Give up waiting for a free slot after this long; the call stays pending for a resume.
+MAX_WAIT_FOR_SLOT_SECONDS = 600.0
+
+
+def backoff_seconds(attempt: int, retry_after: float | None, rng: random.Random) -> float:
+    """Exponential backoff with full jitter; a provider's Retry-After is a floor."""
+    ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * (2 ** (attempt - 1)))
+    delay = rng.uniform(0, ceiling)
+    return max(delay, retry_after) if retry_after is not None else delay

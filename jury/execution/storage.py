@@ -1,0 +1,316 @@
+"""Storing how judge calls ended, and serving identical earlier requests from the cache.
+
+Shared by the per-call path (single.py) and the chunk path (chunks.py), so both store
+exactly the same thing: the call's fields, its scores parsed from the judge's verdict, its
+cost; a call no longer pending (another worker finished it first) keeps what it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from annotation.models import RubricCriterion
+from jury.models import Judge, JudgeCall, JudgeScore, JuryRun
+from jury.providers import base as providers
+from jury.verdicts import parse_verdict
+
+
+def call_cost(judge: Judge, input_tokens: int | None, output_tokens: int | None) -> Decimal | None:
+    if input_tokens is None and output_tokens is None:
+        return None
+    million = Decimal(1_000_000)
+    return (
+        Decimal(input_tokens or 0) * judge.price_input_per_mtok
+        + Decimal(output_tokens or 0) * judge.price_output_per_mtok
+    ) / million
+
+
+def finish_run_if_done(run_id: int) -> None:
+    """Mark the run finished once no call is pending: one statement, a no-op otherwise."""
+    JuryRun.objects.filter(
+        pk=run_id, status__in=[JuryRun.Status.QUEUED, JuryRun.Status.RUNNING]
+    ).filter(
+        ~Exists(JudgeCall.objects.filter(run_id=OuterRef("pk"), status=JudgeCall.Status.PENDING))
+    ).update(status=JuryRun.Status.FINISHED, finished_at=timezone.now())
+
+
+def mark_running(run_ids: Iterable[int]) -> None:
+    JuryRun.objects.filter(pk__in=list(run_ids), status=JuryRun.Status.QUEUED).update(
+        status=JuryRun.Status.RUNNING, started_at=timezone.now()
+    )
+
+
+def study_criteria(study_id: int) -> tuple[tuple[providers.CriterionSpec, ...], dict[str, int]]:
+    rows = list(RubricCriterion.objects.filter(study_id=study_id))  # the rubric's order
+    specs = tuple(
+        providers.CriterionSpec(
+            key=c.key,
+            label=c.label,
+            definition=c.definition,
+            scale_min=c.scale_min,
+            scale_max=c.scale_max,
+            anchors=c.anchors,
+        )
+        for c in rows
+    )
+    return specs, {c.key: c.pk for c in rows}
+
+
+def build_request(
+    call: JudgeCall, judge: Judge, criteria: tuple[providers.CriterionSpec, ...]
+) -> providers.JudgeRequest:
+    return providers.JudgeRequest(
+        system=call.system_text,
+        prompt=call.prompt_text,
+        criteria=criteria,
+        temperature=float(judge.params.get("temperature", 0.0)),
+        max_tokens=int(judge.params.get("max_tokens", 1024)),
+        timeout_seconds=judge.timeout_seconds,
+    )
+
+
+# --- storing outcomes ---------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """How one call ended. status None: it did not end (cancelled, no slot in time)."""
+
+    call_id: int
+    status: str | None
+    reply: providers.JudgeReply | None = None
+    error: str = ""
+    attempts: int = 0
+    latency_ms: int | None = None
+    source: CachedSource | None = None  # served from the cache: the billed original
+
+
+@dataclass(frozen=True)
+class CachedSource:
+    pk: int
+    raw_output: str
+    scores: tuple[tuple[int, float | None, bool, str], ...]  # criterion, value, valid, why
+
+
+_UPDATED_FIELDS = (
+    "status",
+    "attempts",
+    "latency_ms",
+    "error",
+    "finished_at",
+    "raw_output",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "cached_from",
+)
+
+
+# A score row as inserted: criterion, value, is_valid, explanation (plus the call's ids).
+_ScoreRow = tuple[int, float | None, bool, str]
+
+
+def _apply(
+    call: JudgeCall, outcome: Outcome, criteria_ids: dict[str, int], criteria: tuple
+) -> list[_ScoreRow]:
+    """Set the outcome's fields on `call` (in memory); returns the scores to insert."""
+    call.finished_at = timezone.now()
+    if outcome.source is not None:  # a copy of an earlier identical request, at no cost
+        call.status = JudgeCall.Status.OK
+        call.raw_output = outcome.source.raw_output
+        call.cached_from_id = outcome.source.pk
+        call.cost = Decimal(0)
+        call.latency_ms = 0
+        call.error = ""
+        return list(outcome.source.scores)
+    status = outcome.status
+    call.attempts = outcome.attempts
+    call.latency_ms = outcome.latency_ms
+    call.error = outcome.error[:5000]
+    scores: list[_ScoreRow] = []
+    reply = outcome.reply
+    if reply is not None:
+        call.raw_output = reply.text
+        call.input_tokens = reply.input_tokens
+        call.output_tokens = reply.output_tokens
+        call.cost = call_cost(call.judge, reply.input_tokens, reply.output_tokens)
+        if status == JudgeCall.Status.OK:
+            verdict = parse_verdict(reply.text, criteria)
+            if not verdict.ok:
+                status = JudgeCall.Status.INVALID
+                call.error = verdict.reason
+            for cv in verdict.criteria:
+                if cv.key in criteria_ids:
+                    scores.append(
+                        (
+                            criteria_ids[cv.key],
+                            cv.value,
+                            cv.valid and verdict.ok,
+                            cv.explanation if cv.valid else cv.reason,
+                        )
+                    )
+    call.status = status
+    return scores
+
+
+# The statements below are written out rather than built by the ORM: they run for every
+# answer of a large run, and building them (queryset, compiler, model instances) cost
+# several times the database's own work. Names come from the models' metadata.
+
+
+def _lock_pending(call_ids: Sequence[int]) -> set[int]:
+    """Of these calls, the ones still pending, locked until the transaction ends."""
+    meta = JudgeCall._meta
+    qn = connection.ops.quote_name
+    pk, status = qn(meta.pk.column), qn(meta.get_field("status").column)
+    if connection.vendor == "postgresql":
+        # One statement text for any number of ids: psycopg caches its parsed form.
+        where, params = f"{pk} = ANY(%s)", [list(call_ids)]
+    else:
+        where, params = f"{pk} IN ({', '.join(['%s'] * len(call_ids))})", list(call_ids)
+    sql = f"SELECT {pk} FROM {qn(meta.db_table)} WHERE {where} AND {status} = %s"
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, JudgeCall.Status.PENDING.value])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _update_calls(calls: Sequence[JudgeCall]) -> None:
+    """One UPDATE per call, sent as one executemany (psycopg pipelines it: one round trip).
+    The prompt, the largest field, is never rewritten."""
+    meta = JudgeCall._meta
+    fields = [meta.get_field(name) for name in _UPDATED_FIELDS]
+    qn = connection.ops.quote_name
+    sql = (
+        f"UPDATE {qn(meta.db_table)} SET "
+        + ", ".join(f"{qn(f.column)} = %s" for f in fields)
+        + f" WHERE {qn(meta.pk.column)} = %s"
+    )
+    # Only the date and the decimal need the backend's adaptation (SQLite stores them as
+    # text in Django's own format); strings, integers and None go as they are.
+    adapt = {"finished_at", "cost"}
+    prepare = [
+        (lambda v, f=f: f.get_db_prep_save(v, connection)) if f.name in adapt else None
+        for f in fields
+    ]
+    attnames = [f.attname for f in fields]
+    params = [
+        [
+            getattr(call, name) if conv is None else conv(getattr(call, name))
+            for name, conv in zip(attnames, prepare, strict=True)
+        ]
+        + [call.pk]
+        for call in calls
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+_SCORE_COLUMNS = (
+    "item",
+    "judge",
+    "criterion",
+    "call",
+    "value",
+    "is_valid",
+    "explanation",
+    "created_at",
+)
+
+
+def _insert_scores(rows: Sequence[tuple]) -> None:
+    """Insert score rows (in _SCORE_COLUMNS order): one statement text for every batch
+    (psycopg caches its parsed form) sent as one executemany (pipelined on PostgreSQL)."""
+    if not rows:
+        return
+    meta = JudgeScore._meta
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(meta.get_field(name).column) for name in _SCORE_COLUMNS)
+    marks = ", ".join(["%s"] * len(_SCORE_COLUMNS))
+    with connection.cursor() as cursor:
+        cursor.executemany(f"INSERT INTO {qn(meta.db_table)} ({columns}) VALUES ({marks})", rows)
+
+
+def save_outcomes(
+    outcomes: Sequence[Outcome],
+    *,
+    calls: dict[int, JudgeCall],
+    criteria: dict[int, tuple[tuple, dict[str, int]]],
+) -> dict[int, str]:
+    """Store finished outcomes in one transaction; a call no longer pending (another worker
+    finished it first) keeps what it has. Returns each stored call's final status."""
+    ended = [o for o in outcomes if o.status is not None or o.source is not None]
+    if not ended:
+        return {}
+    created_at = JudgeScore._meta.get_field("created_at").get_db_prep_save(
+        timezone.now(), connection
+    )
+    rows: list[JudgeCall] = []
+    scores: list[tuple] = []
+    with transaction.atomic():
+        still_pending = _lock_pending([o.call_id for o in ended])
+        for outcome in ended:
+            if outcome.call_id not in still_pending:
+                continue
+            call = calls[outcome.call_id]
+            specs, ids = criteria[call.run.study_id]
+            for criterion_id, value, is_valid, explanation in _apply(call, outcome, ids, specs):
+                scores.append(
+                    (
+                        call.item_id,
+                        call.judge_id,
+                        criterion_id,
+                        call.pk,
+                        value,
+                        is_valid,
+                        explanation,
+                        created_at,
+                    )
+                )
+            rows.append(call)
+        if rows:
+            _update_calls(rows)
+            _insert_scores(scores)
+    return {call.pk: call.status for call in rows}
+
+
+def cache_sources(calls: Sequence[JudgeCall]) -> dict[tuple[int, str], CachedSource]:
+    """Earlier ok calls with the same judge and prompt hash (the first one, which is the
+    billed original or points at it), with their scores: two queries for a whole chunk."""
+    if not calls:
+        return {}
+    found: dict[tuple[int, str], dict[str, Any]] = {}
+    rows = (
+        JudgeCall.objects.filter(
+            judge_id__in={c.judge_id for c in calls},
+            prompt_hash__in={c.prompt_hash for c in calls},
+            status=JudgeCall.Status.OK,
+        )
+        .order_by("pk")
+        .values("pk", "judge_id", "prompt_hash", "raw_output", "cached_from_id")
+    )
+    for row in rows:
+        found.setdefault((row["judge_id"], row["prompt_hash"]), row)
+    if not found:
+        return {}
+    scores: dict[int, list[tuple]] = {}
+    for s in JudgeScore.objects.filter(call_id__in=[r["pk"] for r in found.values()]).values_list(
+        "call_id", "criterion_id", "value", "is_valid", "explanation"
+    ):
+        scores.setdefault(s[0], []).append(s[1:])
+    return {
+        key: CachedSource(
+            pk=row["cached_from_id"] or row["pk"],  # always point at the billed original
+            raw_output=row["raw_output"],
+            scores=tuple(scores.get(row["pk"], ())),
+        )
+        for key, row in found.items()
+    }
