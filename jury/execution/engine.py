@@ -25,6 +25,10 @@ from jury.providers import base as providers
 
 log = logging.getLogger(__name__)
 
+# How long one BLMOVE waits for a judge's token before the fetcher looks at its waiters
+# again (and frees tokens dead workers still hold).
+FETCH_BLOCK_SECONDS = 1.0
+
 
 class LeftPending(Exception):
     """A waiting call gives up its turn (run cancelled, or no slot for too long)."""
@@ -123,7 +127,11 @@ class Gate:
                     continue
                 try:
                     taken = await redis.blmove(
-                        self.free_key, self.inuse_key, 1.0, src="LEFT", dest="RIGHT"
+                        self.free_key,
+                        self.inuse_key,
+                        FETCH_BLOCK_SECONDS,
+                        src="LEFT",
+                        dest="RIGHT",
                     )
                 except Exception:
                     log.warning("jury limiter: taking a token failed; retrying", exc_info=True)
@@ -189,6 +197,13 @@ class Engine:
         worker process just exits)."""
 
         async def close() -> None:
+            # A fetcher blocked in BLMOVE with no one left waiting ends within its timeout
+            # and gives back what it took. Closing the connection under it instead could
+            # lose a token Redis had just moved to this owner (back only when the owner's
+            # heartbeat lapses).
+            deadline = time.monotonic() + FETCH_BLOCK_SECONDS + 1.0
+            while any(g.fetching for g in self.gates.values()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
             for provider in self.providers.values():
                 if provider.client is not None:
                     await provider.client.close()
