@@ -69,17 +69,7 @@ def create_prompt_version(
 
 
 def criteria_specs(study: RatingStudy) -> tuple[CriterionSpec, ...]:
-    return tuple(
-        CriterionSpec(
-            key=c.key,
-            label=c.label,
-            definition=c.definition,
-            scale_min=c.scale_min,
-            scale_max=c.scale_max,
-            anchors=c.anchors,
-        )
-        for c in study.criteria.all()
-    )
+    return tuple(CriterionSpec.of(c) for c in study.criteria.all())
 
 
 def items_for_run(*, study: RatingStudy, filters: Mapping[str, Any]) -> QuerySet[Item]:

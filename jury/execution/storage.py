@@ -49,17 +49,7 @@ def mark_running(run_ids: Iterable[int]) -> None:
 
 def study_criteria(study_id: int) -> tuple[tuple[providers.CriterionSpec, ...], dict[str, int]]:
     rows = list(RubricCriterion.objects.filter(study_id=study_id))  # the rubric's order
-    specs = tuple(
-        providers.CriterionSpec(
-            key=c.key,
-            label=c.label,
-            definition=c.definition,
-            scale_min=c.scale_min,
-            scale_max=c.scale_max,
-            anchors=c.anchors,
-        )
-        for c in rows
-    )
+    specs = tuple(providers.CriterionSpec.of(c) for c in rows)
     return specs, {c.key: c.pk for c in rows}
 
 

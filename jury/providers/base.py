@@ -37,6 +37,19 @@ class CriterionSpec:
     scale_max: int
     anchors: Mapping[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, criterion: Any) -> CriterionSpec:
+        """The spec of a rubric criterion (annotation.RubricCriterion, or anything with its
+        fields): this module imports no Django model."""
+        return cls(
+            key=criterion.key,
+            label=criterion.label,
+            definition=criterion.definition,
+            scale_min=criterion.scale_min,
+            scale_max=criterion.scale_max,
+            anchors=criterion.anchors,
+        )
+
     def __post_init__(self) -> None:
         if not self.key:
             raise ValueError("criterion key must not be empty")
