@@ -12,6 +12,7 @@ run in parallel.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -96,6 +97,21 @@ def load_model(path: str | Path, *, n_ctx: int, n_threads: int) -> LoadedModel:
         _models[key] = loaded
         _load_count += 1
         return loaded
+
+
+def _close_models() -> None:
+    """Free the models while the interpreter is whole: left to garbage collection at exit,
+    llama_cpp's finaliser runs after its module globals are gone and prints a TypeError
+    traceback (seen at the end of `run_jury --inline`)."""
+    with _models_lock:
+        loaded = list(_models.values())
+        _models.clear()
+    for model in loaded:
+        with model.lock:
+            model.llama.close()
+
+
+atexit.register(_close_models)
 
 
 def load_count() -> int:
