@@ -13,19 +13,19 @@ Two ways to run calls, under the same rules:
   database limiter (SQLite, the embedded broker) use it.
 - `execute_calls(call_ids=...)`: a chunk of calls, the Celery task `start_run` sends when the
   limits live in Redis. The provider requests of every chunk a worker process runs go
-  through one asyncio event loop of that process (`_Engine`, a thread of its own) with the
-  SDKs' async clients: one process keeps dozens of requests in flight without a thread
+  through one asyncio event loop of that process (`Engine`, a thread of its own), sent with
+  aiohttp to the URL and headers the SDKs build: one process keeps dozens of requests in flight without a thread
   each, and waits for the judge's Redis tokens without polling. The task's own thread does
   the database work: it loads the chunk in one query, serves cache hits, and stores the
   answers in batches as they arrive (one transaction per batch), so a killed worker loses
   only the requests in flight; those calls stay pending for a resume.
 
 Modules: storage (storing outcomes, the cache), retries (backoff), single (one call),
-clients (the SDK clients), engine (the event loop and Redis tokens), chunks (a chunk).
+clients (the event loop's provider clients), engine (the event loop and Redis tokens), chunks (a chunk).
 """
 
 from jury.execution.chunks import execute_calls
-from jury.execution.clients import judge_http_transport
+from jury.execution.clients import judge_http_session
 from jury.execution.engine import stop_engine
 from jury.execution.retries import DEFAULT_MAX_ATTEMPTS, backoff_seconds
 from jury.execution.single import execute_call
@@ -37,6 +37,6 @@ __all__ = [
     "call_cost",
     "execute_call",
     "execute_calls",
-    "judge_http_transport",
+    "judge_http_session",
     "stop_engine",
 ]

@@ -174,7 +174,7 @@ class ChunkState:
 
 class Engine:
     """One asyncio event loop per worker process, in a thread of its own, running the
-    provider requests of every chunk task of the process. SDK clients and Redis connections
+    provider requests of every chunk task of the process. HTTP sessions and Redis connections
     live on this loop and are reused by every chunk."""
 
     def __init__(self, limiter: limits.RedisLimiter) -> None:
@@ -193,7 +193,7 @@ class Engine:
         ready.wait()
 
     def stop(self) -> None:
-        """Close the SDK clients and Redis connections and end the loop's thread (tests; a
+        """Close the HTTP sessions and Redis connections and end the loop's thread (tests; a
         worker process just exits)."""
 
         async def close() -> None:
@@ -205,8 +205,7 @@ class Engine:
             while any(g.fetching for g in self.gates.values()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             for provider in self.providers.values():
-                if provider.client is not None:
-                    await provider.client.close()
+                await provider.aclose()
             await self.redis.aclose()
 
         if self.thread.is_alive():

@@ -327,28 +327,47 @@ def map_sdk_exception(
         detail = f" ({type(cause).__name__}: {redact(str(cause), secret)})" if cause else ""
         return ConnectionFailed(f"{label}: connection failed{detail}")
     if isinstance(exc, sdk.APIStatusError):
-        status = exc.status_code
         response = exc.response
         try:
-            body = redact(response.text, secret)
+            text = response.text
         except Exception:  # the body may be unreadable; the status still says enough
-            body = ""
-        message = f"{label}: HTTP {status} {type(exc).__name__}" + (f": {body}" if body else "")
-        if status == 429:
-            return RateLimited(
-                message,
-                status_code=status,
-                retry_after_seconds=parse_retry_after(response.headers),
-            )
-        if status == 408:
-            return ProviderTimeout(message, status_code=status)
-        if status >= 500:
-            return ServerError(
-                message,
-                status_code=status,
-                retry_after_seconds=parse_retry_after(response.headers),
-            )
-        return BadRequest(message, status_code=status)
+            text = ""
+        return status_error(
+            exc.status_code,
+            response.headers,
+            text,
+            label=label,
+            secret=secret,
+            reason=type(exc).__name__,
+        )
     if isinstance(exc, sdk.APIError):  # e.g. APIResponseValidationError on a 2xx
         return MalformedResponse(f"{label}: {type(exc).__name__}")
     return None
+
+
+def status_error(
+    status: int,
+    headers: Mapping[str, str],
+    text: str,
+    *,
+    label: str,
+    secret: str | None,
+    reason: str,
+) -> ProviderError:
+    """The ProviderError for a provider's non-2xx answer: 429 (rate limited) and 5xx are
+    retryable and carry the wait the provider asked for; 408 is a timeout; any other status
+    is a BadRequest that the same request would meet again. The message holds the status,
+    `reason` and a redacted excerpt of the body (which may quote the key)."""
+    body = redact(text, secret)
+    message = f"{label}: HTTP {status} {reason}" + (f": {body}" if body else "")
+    if status == 429:
+        return RateLimited(
+            message, status_code=status, retry_after_seconds=parse_retry_after(headers)
+        )
+    if status == 408:
+        return ProviderTimeout(message, status_code=status)
+    if status >= 500:
+        return ServerError(
+            message, status_code=status, retry_after_seconds=parse_retry_after(headers)
+        )
+    return BadRequest(message, status_code=status)

@@ -1,6 +1,7 @@
 """Chunks of calls on the worker's event loop (jury.execution.execute_calls), with the
 limits in Redis: every status path, the cache, claims held by other workers, cancel, and
-the HTTP transport under the SDKs' async clients (aiohttp, through httpx-aiohttp)."""
+the HTTP session the engine sends with (aiohttp), and the requests it sends: the same
+as the SDKs' (per-call path)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import time
 import uuid
 from decimal import Decimal
 
-import httpx
 import pytest
 
 from jury import execution, limits, services
@@ -85,6 +85,7 @@ def test_a_chunk_scores_every_call_once_on_both_protocols(study, fake_provider):
         (["truncated", "ok"], "ok", 2),
         (["500", "500", "500", "500"], "provider_error", 4),
         (["400"], "provider_error", 1),
+        (["401"], "provider_error", 1),
         (["refuse"], "refused", 1),
         (["bad_verdict"], "invalid_verdict", 1),
         (["echo"], "invalid_verdict", 1),
@@ -109,6 +110,68 @@ def test_every_status_path(study, fake_provider, script, status, attempts):
         assert not call.scores.filter(is_valid=True).exists() and call.raw_output
     if status == "provider_error":
         assert call.cost is None and "sk-test-not-a-secret" not in call.error
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("keyed", [True, False])
+def test_the_engine_sends_what_the_per_call_path_sends(study, fake_provider, provider, keyed):
+    """The engine sends with aiohttp what the SDK's client sends on the per-call path: the
+    same URL, body and protocol headers (auth, API version); no auth header without a key."""
+    judge = make_judge(fake_provider, provider=provider, api_key_env="FAKE_PROVIDER_KEY" * keyed)
+    first, second = study.items.order_by("pk")[:2]
+    one = services.start_run(
+        study=study, judges=[judge], actor=None, filters={"item_ids": [first.pk]}, dispatch=False
+    )
+    execution.execute_call(call_id=one.calls.get().pk)
+    other = services.start_run(
+        study=study, judges=[judge], actor=None, filters={"item_ids": [second.pk]}, dispatch=False
+    )
+    assert execution.execute_calls(call_ids=ids(other)) == {"pending": 0, "ok": 1}
+    sdk_request, engine_request = fake_provider.requests
+    assert engine_request.path == sdk_request.path
+    assert engine_request.protocol == sdk_request.protocol == provider
+
+    def without_prompt(body: dict) -> dict:
+        return {k: v for k, v in body.items() if k != "messages"}
+
+    assert without_prompt(engine_request.body) == without_prompt(sdk_request.body)
+    assert [m["role"] for m in engine_request.body["messages"]] == [
+        m["role"] for m in sdk_request.body["messages"]
+    ]
+    protocol_headers = ("authorization", "x-api-key", "anthropic-version", "content-type")
+    sent = {h: engine_request.headers.get(h) for h in protocol_headers}
+    assert sent == {h: sdk_request.headers.get(h) for h in protocol_headers}
+    auth = sent["authorization"] if provider == "openai" else sent["x-api-key"]
+    assert auth == (
+        {"openai": "Bearer ", "anthropic": ""}[provider] + "sk-test-not-a-secret" if keyed else None
+    )
+
+
+def test_the_wait_a_provider_asks_for_is_honoured(study, fake_provider, monkeypatch):
+    from jury.execution import engine
+
+    asked: list[float | None] = []
+    original = engine.backoff_seconds
+
+    def recording(attempt, retry_after, rng):
+        asked.append(retry_after)
+        return original(attempt, retry_after, rng)
+
+    monkeypatch.setattr(engine, "backoff_seconds", recording)
+    judge = make_judge(fake_provider)
+    run = services.start_run(
+        study=study,
+        judges=[judge],
+        actor=None,
+        filters={"item_ids": [study.items.first().pk]},
+        dispatch=False,
+    )
+    fake_provider.retry_after_seconds = 0.3
+    fake_provider.enqueue("429", "500", "ok")
+    assert execution.execute_calls(call_ids=ids(run)) == {"pending": 0, "ok": 1}
+    assert asked == [0.3, None]  # Retry-After on the 429; none on the 500
+    call = run.calls.get()
+    assert call.attempts == 3
 
 
 def test_timeouts_end_as_timeout(study, fake_provider):
@@ -269,13 +332,15 @@ def test_transport_reads_chunked_bodies_and_retries_a_connection_closed_while_id
     server = _OneShotServer()
 
     async def run() -> list:
-        transport = execution.judge_http_transport()
-        async with httpx.AsyncClient(transport=transport) as client:
+        async with execution.judge_http_session() as session:
             url = f"http://127.0.0.1:{server.port}/v1/chat/completions"
-            first = await client.post(url, json={"x": 1})
-            await asyncio.sleep(0.2)  # the server closes the kept-alive connection meanwhile
-            second = await client.post(url, json={"x": 2})
-        return [first.json(), second.json()]
+            replies = []
+            for x in (1, 2):
+                async with session.post(url, json={"x": x}) as response:
+                    replies.append(await response.json())
+                # the server closes the kept-alive connection meanwhile
+                await asyncio.sleep(0.2)
+        return replies
 
     try:
         assert run_on_own_loop(run) == [{"a": 1}, {"a": 1}]
@@ -288,14 +353,14 @@ def test_transport_keeps_connections_alive(fake_provider):
     opened_before = fake_provider.connections_opened
 
     async def run() -> None:
-        transport = execution.judge_http_transport()
-        async with httpx.AsyncClient(transport=transport) as client:
+        async with execution.judge_http_session() as session:
             for i in range(3):
-                response = await client.post(
+                async with session.post(
                     f"{fake_provider.openai_url}/chat/completions",
                     json={"model": "m", "messages": [{"role": "user", "content": f"p{i}"}]},
-                )
-                assert response.status_code == 200
+                ) as response:
+                    assert response.status == 200
+                    await response.read()
 
     run_on_own_loop(run)
     assert fake_provider.total_requests == 3
