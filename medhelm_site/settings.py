@@ -175,6 +175,10 @@ elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CELERY_RESULT_BACKEND = CELERY_BROKER_URL
 else:
     CELERY_RESULT_BACKEND = f"db+sqlite:///{DATA_DIR / 'celery-results.sqlite3'}"
+# Workers keep database connections for DATABASE_CONN_MAX_AGE, as the web server does
+# (medhelm_site.celery closes those past their age around each task); without this, Celery
+# closes every connection before and after every task.
+CELERY_DB_REUSE_MAX = 2**31 if DATABASES["default"].get("CONN_MAX_AGE") else None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
