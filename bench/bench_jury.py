@@ -753,6 +753,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu_seconds() -> dict[int, tuple[str, float]]:
+    """Every process on the machine: pid -> (name, utime + stime)."""
+    found: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            found[int(entry.name)] = (
+                name,
+                (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
+            )
+    return found
+
+
 def machine_busy_seconds() -> float:
     """CPU seconds all cores spent busy since boot (/proc/stat: all but idle and iowait)."""
     try:
@@ -775,14 +793,28 @@ class CpuMeter:
             "redis": {self.redis_pid: cpu_seconds(self.redis_pid)} if self.redis_pid else {},
             "bench (dispatch, polling)": {os.getpid(): cpu_seconds(os.getpid())},
             "machine": {0: machine_busy_seconds()},
+            "processes": process_cpu_seconds(),
         }
 
     @staticmethod
     def delta(before: dict, after: dict) -> dict[str, float]:
-        used = {k: sum(v - before[k].get(pid, 0.0) for pid, v in after[k].items()) for k in after}
+        """CPU seconds per part; "everything else" is what the machine spent beyond them."""
+        named = {k: v for k, v in after.items() if k != "processes"}
+        used = {k: sum(v - before[k].get(pid, 0.0) for pid, v in named[k].items()) for k in named}
         machine = used.pop("machine")
         used["everything else on the machine"] = max(0.0, machine - sum(used.values()))
         return used
+
+    @staticmethod
+    def others(before: dict, after: dict, n: int = 4) -> list[tuple[str, float]]:
+        """The processes outside the named parts that spent most CPU, by name (processes
+        that ended meanwhile are not seen)."""
+        known = {pid for k, part in after.items() if k != "processes" for pid in part}
+        spent: Counter[str] = Counter()
+        for pid, (name, seconds) in after["processes"].items():
+            if pid not in known:
+                spent[name] += seconds - before["processes"].get(pid, (name, 0.0))[1]
+        return [(name, seconds) for name, seconds in spent.most_common(n) if seconds >= 0.05]
 
 
 # --- seeding ---------------------------------------------------------------------------------
@@ -935,6 +967,7 @@ def run_phase(
         "polled_wall": polled - marks.get("dispatch_start_perf", t0),
         "dispatch_start": start,
         "cpu": CpuMeter.delta(before, after) if cpu else {},
+        "cpu_others": CpuMeter.others(before, after) if cpu else [],
         "sampler": sampler,
         "commits": stats_after["commits"] - stats_before["commits"],
         "rollbacks": stats_after["rollbacks"] - stats_before["rollbacks"],
@@ -1215,6 +1248,11 @@ def report_phase(
                 f"{k} {v:.1f} s ({100 * v / budget:.0f}%)" for k, v in result["cpu"].items()
             )
         )
+        if result["cpu_others"]:
+            print(
+                "  everything else, by process: "
+                + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result["cpu_others"])
+            )
     s = result["sampler"]
     if s.samples:
         print(
