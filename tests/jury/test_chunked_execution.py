@@ -6,6 +6,7 @@ as the SDKs' (per-call path)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import uuid
@@ -172,6 +173,33 @@ def test_the_wait_a_provider_asks_for_is_honoured(study, fake_provider, monkeypa
     assert asked == [0.3, None]  # Retry-After on the 429; none on the 500
     call = run.calls.get()
     assert call.attempts == 3
+
+
+TRICKY_TEXT = "a \"quoted\" \\ back{slash}, NULL\n\tnew line, é ✓ 💊, 'single'"
+
+
+def tricky_verdict(prompt: str, criteria) -> dict:
+    return {key: {"score": high, "explanation": TRICKY_TEXT} for key, _low, high in criteria}
+
+
+@pytest.mark.parametrize("path", ["chunk", "per call"])
+def test_what_the_judge_wrote_is_stored_exactly(study, fake_provider, path):
+    """The batched writes (arrays on PostgreSQL, executemany on SQLite) keep every character."""
+    fake_provider.verdict_fn = tricky_verdict
+    judge = make_judge(fake_provider)
+    run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
+    if path == "chunk":
+        assert execution.execute_calls(call_ids=ids(run)) == {"pending": 0, "ok": 4}
+    else:
+        for call_id in ids(run):
+            assert execution.execute_call(call_id=call_id) == "ok"
+    scores = JudgeScore.objects.filter(call__run=run)
+    assert scores.count() == 12
+    assert {(s.explanation, s.value, s.is_valid) for s in scores} == {(TRICKY_TEXT, 5.0, True)}
+    for call in run.calls.all():
+        verdict = json.loads(call.raw_output)
+        assert {v["explanation"] for v in verdict.values()} == {TRICKY_TEXT}
+        assert call.finished_at is not None and call.cost > 0
 
 
 def test_timeouts_end_as_timeout(study, fake_provider):
