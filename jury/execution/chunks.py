@@ -19,8 +19,10 @@ from jury.models import Judge, JudgeCall, JuryRun
 # How often the task's thread looks for a cancel request while calls run.
 CANCEL_POLL_SECONDS = 1.0
 # Answers are stored as they come; a batch is what arrived meanwhile, gathered for at most
-# this long (a killed worker loses at most this much of answered work).
-FLUSH_LINGER_SECONDS = 0.02
+# this long (a killed worker loses at most this much of answered work). At 0.02 s a batch
+# held about 4 answers in the jury benchmark; at 0.1 s about 8, which took the saves' CPU
+# from 0.73 to 0.53 ms a call.
+FLUSH_LINGER_SECONDS = 0.1
 
 
 def execute_calls(*, call_ids: Sequence[int]) -> dict[str, int]:
