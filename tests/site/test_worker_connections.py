@@ -5,36 +5,38 @@ PostgreSQL: its pg_stat_activity shows the worker's connections)."""
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from celery import Celery
 from django.db import connection
 
+from tests import celery_worker
 from tests.celery_worker import running_worker
 from tests.conftest import require_service
 
 BROKER = "redis://127.0.0.1:6379/15"
 
 
-def worker_backends() -> list[tuple]:
-    """The other client connections to the test database: the worker's."""
+def worker_backends(application_name: str) -> list[tuple]:
+    """The worker's connections to the test database (other tests may leave theirs open)."""
     with connection.cursor() as cursor:
         cursor.execute(
             """SELECT pid, backend_start FROM pg_stat_activity
-               WHERE datname = current_database() AND pid <> pg_backend_pid()
-                 AND backend_type = 'client backend'"""
+               WHERE datname = current_database() AND application_name = %s""",
+            [application_name],
         )
         return sorted(cursor.fetchall())
 
 
-def settled_backends(timeout: float = 10.0) -> list[tuple]:
+def settled_backends(application_name: str, timeout: float = 10.0) -> list[tuple]:
     """The worker's connections once they stop changing (the task's post-run hook runs after
     its result is sent)."""
     deadline = time.monotonic() + timeout
-    seen = worker_backends()
+    seen = worker_backends(application_name)
     while time.monotonic() < deadline:
         time.sleep(0.5)
-        now = worker_backends()
+        now = worker_backends(application_name)
         if now == seen:
             return now
         seen = now
@@ -62,17 +64,22 @@ def test_a_worker_keeps_its_connection_for_conn_max_age(tmp_path, monkeypatch, m
     def task() -> dict:
         return client.send_task("annotation.worker_health").get(timeout=90)
 
+    name = f"medhelm-test-worker-{uuid.uuid4().hex[:8]}"
     with running_worker(
         broker_url=BROKER,
         result_backend=BROKER,
         log_path=tmp_path / "worker.log",
-        extra_env={"DATABASE_CONN_MAX_AGE": max_age},
+        extra_env={
+            "DATABASE_CONN_MAX_AGE": max_age,
+            # dj-database-url passes query parameters to the driver as connection options.
+            "DATABASE_URL": f"{celery_worker.test_database_url()}?application_name={name}",
+        },
     ):
         task()
-        after_first = settled_backends()
+        after_first = settled_backends(name)
         for _ in range(3):
             task()
-        after_four = settled_backends()
+        after_four = settled_backends(name)
     client.close()
     if max_age == "0":
         assert after_first == after_four == []  # closed after every task
