@@ -228,4 +228,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # httpx (under the judges' SDKs) logs every request at INFO: one line per judge call,
+    # between the lines of run_jury's progress bar. Its warnings and errors still show.
+    "loggers": {"httpx": {"level": "WARNING"}},
 }
