@@ -68,11 +68,11 @@ class AsyncProvider:
     of the synchronous client (jury.providers), so both paths send and read exactly the same
     thing; the URL and the headers that the official SDK's async client builds for this
     judge; aiohttp to send them; the SDK path's status mapping (providers.status_error).
-    The SDK's own request layer (options models, httpx requests and responses over
-    httpx-aiohttp) cost 1.6 ms of CPU a request against 0.5 ms for aiohttp alone, measured
-    on the same fake provider in one run: on two cores that was the jury benchmark's largest
-    single cost. Other providers (Azure OpenAI, the local model) run their synchronous client
-    in a thread."""
+    The SDK's own request layer (request validation, options models, httpx requests and
+    responses) was the jury benchmark's largest single cost on two cores: with the same
+    bodies and parsing, the SDK's async client over its DefaultAioHttpClient takes 4.4 ms of
+    CPU a request and this 0.8 ms (bench/bench_judge_client.py, 48 in flight). Other
+    providers (Azure OpenAI, the local model) run their synchronous client in a thread."""
 
     def __init__(self, judge: Judge, api_key: str | None) -> None:
         self.sync: Any = client_for(
