@@ -18,7 +18,7 @@ from jury import execution, limits, services
 from jury.models import JudgeScore, JuryRun
 from tests.conftest import require_service
 from tests.factories import make_study_with_members
-from tests.jury.test_runs import make_judge
+from tests.jury.test_runs import make_judge, one_item_run
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
 
@@ -94,13 +94,7 @@ def test_a_chunk_scores_every_call_once_on_both_protocols(study, fake_provider):
 )
 def test_every_status_path(study, fake_provider, script, status, attempts):
     judge = make_judge(fake_provider)
-    run = services.start_run(
-        study=study,
-        judges=[judge],
-        actor=None,
-        filters={"item_ids": [study.items.first().pk]},
-        dispatch=False,
-    )
+    run = one_item_run(study, judge)
     fake_provider.retry_after_seconds = 0
     fake_provider.enqueue(*script)
     assert execution.execute_calls(call_ids=ids(run)) == {"pending": 0, status: 1}
@@ -160,13 +154,7 @@ def test_the_wait_a_provider_asks_for_is_honoured(study, fake_provider, monkeypa
 
     monkeypatch.setattr(engine, "backoff_seconds", recording)
     judge = make_judge(fake_provider)
-    run = services.start_run(
-        study=study,
-        judges=[judge],
-        actor=None,
-        filters={"item_ids": [study.items.first().pk]},
-        dispatch=False,
-    )
+    run = one_item_run(study, judge)
     fake_provider.retry_after_seconds = 0.3
     fake_provider.enqueue("429", "500", "ok")
     assert execution.execute_calls(call_ids=ids(run)) == {"pending": 0, "ok": 1}
@@ -204,13 +192,7 @@ def test_what_the_judge_wrote_is_stored_exactly(study, fake_provider, path):
 
 def test_timeouts_end_as_timeout(study, fake_provider):
     judge = make_judge(fake_provider, timeout_seconds=0.5, params={"max_attempts": 2})
-    run = services.start_run(
-        study=study,
-        judges=[judge],
-        actor=None,
-        filters={"item_ids": [study.items.first().pk]},
-        dispatch=False,
-    )
+    run = one_item_run(study, judge)
     fake_provider.enqueue("timeout", "timeout")
     execution.execute_calls(call_ids=ids(run))
     call = run.calls.get()

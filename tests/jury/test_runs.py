@@ -40,6 +40,17 @@ def make_judge(fake: FakeProvider, *, name="gpt-judge", provider="openai", **kw)
     return Judge.objects.create(name=name, **defaults)
 
 
+def one_item_run(study, judge: Judge) -> JuryRun:
+    """A run of `judge` on the study's first item, not dispatched."""
+    return services.start_run(
+        study=study,
+        judges=[judge],
+        actor=None,
+        filters={"item_ids": [study.items.first().pk]},
+        dispatch=False,
+    )
+
+
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch):
     monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test-not-a-secret")
@@ -102,13 +113,7 @@ def test_two_judges_on_both_protocols_score_every_item(study, fake_provider):
 )
 def test_every_status_path(study, fake_provider, script, status, attempts):
     judge = make_judge(fake_provider)
-    run = services.start_run(
-        study=study,
-        judges=[judge],
-        actor=None,
-        filters={"item_ids": [study.items.first().pk]},
-        dispatch=False,
-    )
+    run = one_item_run(study, judge)
     fake_provider.enqueue(*script)
     run_all(run)
     call = run.calls.get()
@@ -124,13 +129,7 @@ def test_every_status_path(study, fake_provider, script, status, attempts):
 
 def test_timeouts_end_as_timeout(study, fake_provider):
     judge = make_judge(fake_provider, timeout_seconds=0.5, params={"max_attempts": 2})
-    run = services.start_run(
-        study=study,
-        judges=[judge],
-        actor=None,
-        filters={"item_ids": [study.items.first().pk]},
-        dispatch=False,
-    )
+    run = one_item_run(study, judge)
     fake_provider.enqueue("timeout", "timeout")
     run_all(run)
     call = run.calls.get()
@@ -139,13 +138,7 @@ def test_timeouts_end_as_timeout(study, fake_provider):
 
 def test_retry_after_is_honoured_and_backoff_is_jittered(study, fake_provider):
     judge = make_judge(fake_provider)
-    run = services.start_run(
-        study=study,
-        judges=[judge],
-        actor=None,
-        filters={"item_ids": [study.items.first().pk]},
-        dispatch=False,
-    )
+    run = one_item_run(study, judge)
     fake_provider.retry_after_seconds = 3
     fake_provider.enqueue("429", "ok")
     sleep = NoSleep()
