@@ -169,21 +169,21 @@ def _lock_pending(call_ids: Sequence[int]) -> set[int]:
     sql = f"SELECT {pk} FROM {qn(meta.db_table)} WHERE {where} AND {status} = %s"
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE"
-    with (
-        _server_bound_cursor()
-        if connection.vendor == "postgresql"
-        else connection.cursor() as cursor
-    ):
+    with _cursor() as cursor:
         cursor.execute(sql, [*params, JudgeCall.Status.PENDING.value])
         return {row[0] for row in cursor.fetchall()}
 
 
 @contextmanager
-def _server_bound_cursor() -> Iterator[Any]:
-    """A PostgreSQL cursor that binds parameters on the server (psycopg's own cursor; Django
-    uses psycopg's ClientCursor, which writes every value into the statement text in Python
-    and makes each statement a new one for PostgreSQL to parse and plan), inside Django's
-    wrapper (execute wrappers, error translation, query logging)."""
+def _cursor() -> Iterator[Any]:
+    """Django's cursor; on PostgreSQL one that binds parameters on the server (psycopg's own
+    cursor; Django uses psycopg's ClientCursor, which writes every value into the statement
+    text in Python and makes each statement a new one for PostgreSQL to parse and plan),
+    inside Django's wrapper (execute wrappers, error translation, query logging)."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield cursor
+        return
     import psycopg
 
     connection.ensure_connection()
@@ -244,7 +244,7 @@ def _update_calls(calls: Sequence[JudgeCall]) -> None:
             + ", ".join(f"{name} = v.{name}" for name in names)
             + f" FROM {source} AS v({', '.join([*names, pk])}) WHERE {table}.{pk} = v.{pk}"
         )
-        with _server_bound_cursor() as cursor:
+        with _cursor() as cursor:
             cursor.execute(sql, arrays)
         return
     sql = (
@@ -252,7 +252,7 @@ def _update_calls(calls: Sequence[JudgeCall]) -> None:
         + ", ".join(f"{qn(f.column)} = %s" for f in fields)
         + f" WHERE {pk} = %s"
     )
-    with connection.cursor() as cursor:
+    with _cursor() as cursor:
         cursor.executemany(sql, rows)
 
 
@@ -278,10 +278,10 @@ def _insert_scores(rows: Sequence[tuple]) -> None:
     insert = f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)})"
     if connection.vendor == "postgresql":
         source, arrays = _unnest(fields, rows)
-        with _server_bound_cursor() as cursor:
+        with _cursor() as cursor:
             cursor.execute(f"{insert} SELECT * FROM {source}", arrays)
         return
-    with connection.cursor() as cursor:
+    with _cursor() as cursor:
         cursor.executemany(f"{insert} VALUES ({', '.join(['%s'] * len(fields))})", rows)
 
 
