@@ -13,10 +13,11 @@ run in parallel.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,15 +78,16 @@ def load_model(path: str | Path, *, n_ctx: int, n_threads: int) -> LoadedModel:
         if not Path(resolved).is_file():
             raise LocalModelMissing(f"model file {resolved} does not exist")
         started = time.perf_counter()
-        llama = llama_cpp.Llama(
-            model_path=resolved,
-            n_ctx=n_ctx,
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
-            n_gpu_layers=0,
-            seed=DEFAULT_SEED,
-            verbose=False,
-        )
+        with _without_extra_buffer_types(llama_cpp):
+            llama = llama_cpp.Llama(
+                model_path=resolved,
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                n_gpu_layers=0,
+                seed=DEFAULT_SEED,
+                verbose=False,
+            )
         loaded = LoadedModel(
             llama=llama,
             lock=threading.Lock(),
@@ -97,6 +99,33 @@ def load_model(path: str | Path, *, n_ctx: int, n_threads: int) -> LoadedModel:
         _models[key] = loaded
         _load_count += 1
         return loaded
+
+
+@contextlib.contextmanager
+def _without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
+    """Load with llama.cpp's extra buffer types off (use_extra_bufts=False): the weights stay
+    in plain CPU buffers instead of being repacked for AMX or AVX kernels.
+
+    On CPUs with AMX (Intel Sapphire Rapids and later) a build of llama-cpp-python made with
+    its default -march=native puts the weights in an AMX buffer, and the first decode dies
+    with a segmentation fault in ggml's AMX matrix multiply (seen here: the whole worker
+    process gone; upstream: ggml-org/llama.cpp#20824, and dspy dropped the AMX variant from its
+    CI for the same crash). llama_cpp.Llama has no argument for the flag, so the default
+    model parameters it starts from are wrapped for the duration of the load; loads are
+    serialised by _models_lock, and nothing else in the process builds a Llama."""
+    module = llama_cpp.llama_cpp
+    defaults = module.llama_model_default_params
+
+    def without_extra_buffer_types() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    module.llama_model_default_params = without_extra_buffer_types
+    try:
+        yield
+    finally:
+        module.llama_model_default_params = defaults
 
 
 def _close_models() -> None:

@@ -194,6 +194,19 @@ def test_local_judge_is_deterministic_and_serialises_threads(fresh_model_cache):
 
 @pytest.mark.local_model
 @pytest.mark.slow
+def test_weights_are_loaded_without_extra_buffer_types(fresh_model_cache):
+    # On AMX CPUs the repacked (AMX) weights crash the first decode with a segmentation
+    # fault, which takes the whole worker (or test run) down; see local_llama.
+    import llama_cpp
+
+    client = client_for(provider="local", model_id="smollm2-135m-instruct", params=MODEL_PARAMS)
+    assert client.model().llama.model_params.use_extra_bufts is False
+    # Only this load is changed: llama.cpp's defaults are what they were.
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
 def test_prompt_longer_than_the_context_is_a_bad_request(fresh_model_cache):
     from jury.providers import BadRequest
 
