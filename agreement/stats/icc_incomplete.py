@@ -333,7 +333,7 @@ def reml_crossed_components(
     formulation, see :class:`_CrossedReml`) and minimised over the two relative SDs with
     L-BFGS-B on [0, inf)^2, started from the best point of a small grid, then polished by a few
     Newton steps with central finite differences (L-BFGS-B alone stops at ~1e-7 relative;
-    the polish reaches ~1e-10). Components on the boundary (zero) are allowed, as in lme4.
+    the polish reaches ~1e-9, the noise floor of its finite-difference gradient). Components on the boundary (zero) are allowed, as in lme4.
 
     Size limits: memory O(N + s^2) and time per evaluation O(N + sum_i c_i^2 + s^3), where
     s = min(n_items, n_raters) and c_i is the number of raters of item i (or items of rater i

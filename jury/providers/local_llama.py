@@ -108,9 +108,10 @@ def _without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
 
     On CPUs with AMX (Intel Sapphire Rapids and later) a build of llama-cpp-python made with
     its default -march=native puts the weights in an AMX buffer, and the first decode dies
-    with a segmentation fault in ggml's AMX matrix multiply (seen here: the whole worker
-    process gone; upstream: ggml-org/llama.cpp#20824, and dspy dropped the AMX variant from its
-    CI for the same crash). llama_cpp.Llama has no argument for the flag, so the default
+    with a segmentation fault, taking the process with it (seen on this project's CI kind of
+    machine with the flag on; with it off the same call answers; upstream the crash is in
+    ggml's AMX matrix multiply, ggml-org/llama.cpp#20824, and dspy dropped the AMX variant
+    from its CI for it). llama_cpp.Llama has no argument for the flag, so the default
     model parameters it starts from are wrapped for the duration of the load; loads are
     serialised by _models_lock, and nothing else in the process builds a Llama."""
     module = llama_cpp.llama_cpp
