@@ -70,47 +70,34 @@ import threading
 import time
 import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_BIN = ROOT / ".venv" / "bin"
-PYTHON = str(VENV_BIN / "python") if (VENV_BIN / "python").exists() else sys.executable
+from _support import (
+    APP_SETTINGS,
+    PYTHON,
+    ROOT,
+    VENV_BIN,
+    cpu_seconds,
+    db_name,
+    django_setup,
+    drop_database,
+    machine_busy_seconds,
+    maintenance_url,
+    pg_backend_pids,
+    pg_stats,
+    print_table,
+    recreate_database,
+    run_step,
+    sigterm_as_exit,
+)
+
 DEFAULT_DB_URL = "postgres://postgres@127.0.0.1:5432/medhelm_bench_jury"
 # The tests use Redis databases 14 and 15; this bench flushes its own.
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
 API_KEY_ENV = "BENCH_JURY_API_KEY"
 WARMUP_ITEMS = 64
-# Settings the site reads from the environment: none leaks in from the caller's shell.
-APP_SETTINGS = frozenset(
-    {
-        "DJANGO_DEBUG",
-        "SECRET_KEY",
-        "ALLOWED_HOSTS",
-        "CSRF_TRUSTED_ORIGINS",
-        "DATABASE_URL",
-        "DATABASE_CONN_MAX_AGE",
-        "CELERY_BROKER_URL",
-        "CELERY_RESULT_BACKEND",
-        "MEDHELM_DATA_DIR",
-        "SECURE_SSL_REDIRECT",
-        "SESSION_COOKIE_SECURE",
-        "CSRF_COOKIE_SECURE",
-        "SECURE_HSTS_SECONDS",
-        "SECURE_HSTS_INCLUDE_SUBDOMAINS",
-        "SECURE_HSTS_PRELOAD",
-        "USE_X_FORWARDED_PROTO",
-        "SILENCED_SYSTEM_CHECKS",
-        "LOG_LEVEL",
-        "TIME_ZONE",
-        "DJANGO_SETTINGS_MODULE",
-        "EMAIL_BACKEND",
-        "MEDHELM_AFTER_IMPORT_TASKS",
-    }
-)
 # (name, provider, model id, input price, output price per million tokens)
 JUDGES = (
     ("bench-gpt-large", "openai", "bench-gpt-large", Decimal("2.50"), Decimal("10.00")),
@@ -284,7 +271,7 @@ class FakeServer:
 
 
 def run_instrumented_worker(celery_args: list[str]) -> None:
-    _django_setup()
+    django_setup()
     out = Path(os.environ["BENCH_INSTRUMENT_OUT"])
     use_cprofile = os.environ.get("BENCH_CPROFILE") == "1"
     import cProfile
@@ -536,14 +523,6 @@ def run_instrumented_worker(celery_args: list[str]) -> None:
     app.worker_main(["worker", *celery_args])
 
 
-def _django_setup() -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "medhelm_site.settings")
-    import django
-
-    django.setup()
-
-
 # --- workers -------------------------------------------------------------------------------------
 
 
@@ -639,40 +618,6 @@ class Workers:
 # --- PostgreSQL, Redis, CPU ---------------------------------------------------------------------
 
 
-def _db_name(url: str) -> str:
-    name = urlsplit(url).path.lstrip("/")
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise SystemExit(f"bench database name {name!r}: use letters, digits and _")
-    return name
-
-
-def _maintenance_url(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/postgres", parts.query, ""))
-
-
-def recreate_database(url: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    name = _db_name(url)
-    with psycopg.connect(_maintenance_url(url), autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-
-
-def drop_database(url: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(_maintenance_url(url), autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(_db_name(url)))
-        )
-
-
 def flush_redis(url: str) -> int | None:
     """Empty the bench's Redis database; returns the Redis server's pid (for CPU figures)."""
     import redis
@@ -719,40 +664,6 @@ class PgSampler(threading.Thread):
             self.error = repr(exc)
 
 
-def pg_stats(url: str) -> dict[str, int]:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            """SELECT xact_commit, xact_rollback, deadlocks FROM pg_stat_database
-               WHERE datname = current_database()"""
-        ).fetchone()
-    return {"commits": row[0], "rollbacks": row[1], "deadlocks": row[2]}
-
-
-def pg_backend_pids(url: str) -> list[int]:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        return [
-            r[0]
-            for r in conn.execute(
-                """SELECT pid FROM pg_stat_activity
-                   WHERE datname = current_database() AND pid <> pg_backend_pid()"""
-            )
-        ]
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of one process (all its threads), from /proc; 0 if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def process_cpu_seconds() -> dict[int, tuple[str, float]]:
     """Every process on the machine: pid -> (name, utime + stime)."""
     found: dict[int, tuple[str, float]] = {}
@@ -769,16 +680,6 @@ def process_cpu_seconds() -> dict[int, tuple[str, float]]:
                 (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
             )
     return found
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds all cores spent busy since boot (/proc/stat: all but idle and iowait)."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    except OSError:
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 class CpuMeter:
@@ -1163,21 +1064,6 @@ def timeline(result: dict[str, Any]) -> str:
     )
 
 
-def print_table(header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-
-    def fmt(r: list[str]) -> str:
-        return "  ".join(
-            str(c).ljust(w) if i == 0 else str(c).rjust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        )
-
-    print(fmt(header))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print(fmt(r))
-
-
 def report_phase(
     result: dict[str, Any],
     *,
@@ -1378,18 +1264,6 @@ def report_instrumentation(workers: Workers, n_calls: int) -> None:
 # --- main ------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def sigterm_as_exit() -> Iterator[None]:
-    def handler(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def app_env(db_url: str, redis_url: str, data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in APP_SETTINGS}
     env.update(
@@ -1410,15 +1284,6 @@ def app_env(db_url: str, redis_url: str, data_dir: Path) -> dict[str, str]:
         }
     )
     return env
-
-
-def run_step(args: list[str], env: dict[str, str], what: str) -> float:
-    t0 = time.perf_counter()
-    proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        raise SystemExit(f"{what} failed (exit {proc.returncode})")
-    return time.perf_counter() - t0
 
 
 def main() -> int:
@@ -1476,12 +1341,12 @@ def exclusive_run(url: str, redis_url: str) -> Any:
     under its workers. Returns the connection holding the lock; closing it releases the lock."""
     import psycopg
 
-    conn = psycopg.connect(_maintenance_url(url), autocommit=True)
-    name = f"bench_jury {_db_name(url)} {redis_url}"
+    conn = psycopg.connect(maintenance_url(url), autocommit=True)
+    name = f"bench_jury {db_name(url)} {redis_url}"
     if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (name,)).fetchone()[0]:
         conn.close()
         raise SystemExit(
-            f"another bench_jury run is using database {_db_name(url)} or {redis_url}: wait for "
+            f"another bench_jury run is using database {db_name(url)} or {redis_url}: wait for "
             "it, or give this one --database-url and --redis-url of its own"
         )
     return conn
@@ -1508,12 +1373,12 @@ def _bench(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         recreate_database(url)
         redis_pid = flush_redis(args.redis_url)
-        t_migrate = run_step([PYTHON, "manage.py", "migrate", "--noinput"], env, "migrate")
+        _, t_migrate = run_step([PYTHON, "manage.py", "migrate", "--noinput"], env, "migrate")
         t_setup = time.perf_counter() - t0
         os.environ.update(env)  # this process runs start_run and the checks on the same settings
         for k in APP_SETTINGS - set(env):
             os.environ.pop(k, None)
-        _django_setup()
+        django_setup()
         import medhelm_site.celery  # noqa: F401 - binds the tasks to the app on Redis
 
         server = FakeServer(args.latency, data_dir / "fake-provider.log")
@@ -1646,7 +1511,7 @@ def _bench(args: argparse.Namespace) -> int:
         if args.drop:
             drop_database(url)
         else:
-            print(f"database {_db_name(url)} kept for inspection (--drop removes it)")
+            print(f"database {db_name(url)} kept for inspection (--drop removes it)")
     failed = [name for name, found in problems.items() if found]
     if failed:
         print(f"\nFAILED phases: {failed}")

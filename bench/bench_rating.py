@@ -53,56 +53,36 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_BIN = ROOT / ".venv" / "bin"
-PYTHON = str(VENV_BIN / "python") if (VENV_BIN / "python").exists() else sys.executable
+from _support import (
+    APP_SETTINGS,
+    PYTHON,
+    ROOT,
+    VENV_BIN,
+    cpu_seconds,
+    db_name,
+    django_setup,
+    drop_database,
+    machine_busy_seconds,
+    pg_backend_pids,
+    pg_stats,
+    print_table,
+    recreate_database,
+    run_step,
+    sigterm_as_exit,
+)
+
 GUNICORN = str(VENV_BIN / "gunicorn")
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/medhelm_bench"
 JSON_MARK = "BENCH_JSON:"
-# Settings the site reads from the environment: none leaks in from the caller's shell.
-APP_SETTINGS = frozenset(
-    {
-        "DJANGO_DEBUG",
-        "SECRET_KEY",
-        "ALLOWED_HOSTS",
-        "CSRF_TRUSTED_ORIGINS",
-        "DATABASE_URL",
-        "DATABASE_CONN_MAX_AGE",
-        "CELERY_BROKER_URL",
-        "CELERY_RESULT_BACKEND",
-        "MEDHELM_DATA_DIR",
-        "SECURE_SSL_REDIRECT",
-        "SESSION_COOKIE_SECURE",
-        "CSRF_COOKIE_SECURE",
-        "SECURE_HSTS_SECONDS",
-        "SECURE_HSTS_INCLUDE_SUBDOMAINS",
-        "SECURE_HSTS_PRELOAD",
-        "USE_X_FORWARDED_PROTO",
-        "SILENCED_SYSTEM_CHECKS",
-        "LOG_LEVEL",
-        "TIME_ZONE",
-        "DJANGO_SETTINGS_MODULE",
-        "EMAIL_BACKEND",
-    }
-)
 
 
 # --- seeding and query counts: run in a subprocess with the app's settings ------------------
-
-
-def _django_setup() -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "medhelm_site.settings")
-    import django
-
-    django.setup()
 
 
 def _case_texts(i: int, rng: random.Random) -> tuple[str, str, str]:
@@ -155,7 +135,7 @@ def _case_texts(i: int, rng: random.Random) -> tuple[str, str, str]:
 
 
 def _internal_seed(params: dict[str, Any]) -> dict[str, Any]:
-    _django_setup()
+    django_setup()
     from django.contrib.auth import (
         BACKEND_SESSION_KEY,
         HASH_SESSION_KEY,
@@ -250,7 +230,7 @@ def _internal_seed(params: dict[str, Any]) -> dict[str, Any]:
 
 def _internal_queries(params: dict[str, Any]) -> dict[str, Any]:
     """Queries issued by one resume redirect, one rating page and one submit, unloaded."""
-    _django_setup()
+    django_setup()
     from django.contrib.auth import get_user_model
     from django.db import connection
     from django.test import Client
@@ -303,40 +283,6 @@ def run_internal(mode: str) -> None:
 
 
 # --- PostgreSQL ------------------------------------------------------------------------------
-
-
-def _db_name(url: str) -> str:
-    name = urlsplit(url).path.lstrip("/")
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise SystemExit(f"bench database name {name!r}: use letters, digits and _")
-    return name
-
-
-def _maintenance_url(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/postgres", parts.query, ""))
-
-
-def recreate_database(url: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    name = _db_name(url)
-    with psycopg.connect(_maintenance_url(url), autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-
-
-def drop_database(url: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(_maintenance_url(url), autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(_db_name(url)))
-        )
 
 
 def integrity(url: str, study_id: int, ok_submits: set[int]) -> dict[str, Any]:
@@ -423,41 +369,7 @@ class PgSampler(threading.Thread):
             self.error = repr(exc)
 
 
-def pg_stats(url: str) -> dict[str, int]:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            """SELECT xact_commit, xact_rollback, deadlocks FROM pg_stat_database
-               WHERE datname = current_database()"""
-        ).fetchone()
-    return {"commits": row[0], "rollbacks": row[1], "deadlocks": row[2]}
-
-
-def pg_backend_pids(url: str) -> list[int]:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        return [
-            r[0]
-            for r in conn.execute(
-                """SELECT pid FROM pg_stat_activity
-                   WHERE datname = current_database() AND pid <> pg_backend_pid()"""
-            )
-        ]
-
-
 # --- processes -------------------------------------------------------------------------------
-
-
-def run_step(args: list[str], env: dict[str, str], what: str) -> tuple[str, float]:
-    t0 = time.perf_counter()
-    proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        raise SystemExit(f"{what} failed (exit {proc.returncode})")
-    return proc.stdout, elapsed
 
 
 def run_internal_step(mode: str, params: dict[str, Any], env: dict[str, str]) -> tuple[Any, float]:
@@ -474,16 +386,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of one process (all its threads), from /proc; 0 if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def child_pids(pid: int) -> list[int]:
@@ -877,16 +779,6 @@ class CpuMeter:
         return used
 
 
-def machine_busy_seconds() -> float:
-    """CPU seconds all cores spent busy since boot (/proc/stat: all but idle and iowait)."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    except OSError:
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
 async def run_phase(
     coros_factory, seconds: float, port: int | None = None, workers: list[int] | None = None
 ) -> tuple[float, list[int]]:
@@ -936,18 +828,6 @@ def endpoint_row(
     ]
 
 
-def print_table(header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    fmt = lambda r: "  ".join(  # noqa: E731
-        str(c).ljust(w) if i == 0 else str(c).rjust(w)
-        for i, (c, w) in enumerate(zip(r, widths, strict=True))
-    )
-    print(fmt(header))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print(fmt(r))
-
-
 def app_env(url: str, data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in APP_SETTINGS}
     env.update(
@@ -967,18 +847,6 @@ def app_env(url: str, data_dir: Path) -> dict[str, str]:
         }
     )
     return env
-
-
-@contextlib.contextmanager
-def sigterm_as_exit() -> Iterator[None]:
-    def handler(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def main() -> int:
@@ -1173,7 +1041,7 @@ def bench(args: argparse.Namespace) -> int:
         )
         print(
             f"data: {seed['items']:,} items x k={args.k} = {seed['assignments']:,} assignments over "
-            f"{len(clinicians)} clinicians, {len(criteria)} criteria; database {_db_name(url)}"
+            f"{len(clinicians)} clinicians, {len(criteria)} criteria; database {db_name(url)}"
         )
         print(
             f"setup: create db {t_create:.1f} s, migrate {t_migrate:.1f} s, collectstatic {t_static:.1f} s, "
@@ -1308,7 +1176,7 @@ def bench(args: argparse.Namespace) -> int:
         if args.drop:
             drop_database(url)
         else:
-            print(f"database {_db_name(url)} kept for inspection (--drop removes it)")
+            print(f"database {db_name(url)} kept for inspection (--drop removes it)")
     return 0 if ok else 1
 
 
