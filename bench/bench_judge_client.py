@@ -28,12 +28,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "medhelm_site.settings")
+from _support import ROOT, django_setup
+
 os.environ.setdefault("DJANGO_DEBUG", "1")  # settings only: nothing here touches a database
 
 API_KEY = "sk-bench-not-a-secret"
@@ -172,9 +170,7 @@ def main() -> int:
     parser.add_argument("--protocol", choices=("openai", "anthropic", "both"), default="both")
     args = parser.parse_args()
 
-    import django
-
-    django.setup()
+    django_setup()
     server = subprocess.Popen(
         [sys.executable, "-c", SERVE.format(root=str(ROOT), latency=args.latency)],
         stdin=subprocess.PIPE,

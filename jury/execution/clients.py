@@ -70,8 +70,9 @@ class AsyncProvider:
     judge; aiohttp to send them; the SDK path's status mapping (providers.status_error).
     The SDK's own request layer (request validation, options models, httpx requests and
     responses) was the jury benchmark's largest single cost on two cores: with the same
-    bodies and parsing, the SDK's async client over its DefaultAioHttpClient takes 4.4 ms of
-    CPU a request and this 0.8 ms (bench/bench_judge_client.py, 48 in flight). Other
+    bodies and parsing, the SDK's async client over its DefaultAioHttpClient takes 4.5-6
+    times the CPU a request of this path (bench/bench_judge_client.py, 48 in flight; e.g.
+    1.57 against 0.34 ms on one machine, 4.4 against 0.8 ms on a slower one). Other
     providers (Azure OpenAI, the local model) run their synchronous client in a thread."""
 
     def __init__(self, judge: Judge, api_key: str | None) -> None:

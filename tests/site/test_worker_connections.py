@@ -12,7 +12,6 @@ from celery import Celery
 from django.db import connection
 
 from tests import celery_worker
-from tests.celery_worker import running_worker
 from tests.conftest import require_service
 
 BROKER = "redis://127.0.0.1:6379/15"
@@ -65,7 +64,7 @@ def test_a_worker_keeps_its_connection_for_conn_max_age(tmp_path, monkeypatch, m
         return client.send_task("annotation.worker_health").get(timeout=90)
 
     name = f"medhelm-test-worker-{uuid.uuid4().hex[:8]}"
-    with running_worker(
+    with celery_worker.running_worker(
         broker_url=BROKER,
         result_backend=BROKER,
         log_path=tmp_path / "worker.log",
