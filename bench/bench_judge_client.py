@@ -39,7 +39,7 @@ CRITERIA = (("accuracy", "Accuracy"), ("completeness", "Completeness"), ("clarit
 SERVE = """
 import sys, threading
 sys.path.insert(0, {root!r})
-from tests.jury.fake_provider import FakeProvider
+from tests.support.fake_provider import FakeProvider
 server = FakeProvider(latency_seconds={latency}, seed=0).start()
 print(server.url, flush=True)
 sys.stdin.read()  # until the bench closes the pipe

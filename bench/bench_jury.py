@@ -110,11 +110,11 @@ JUDGES = (
 
 
 def serve_fake_provider(params: dict[str, Any]) -> None:
-    """Serve tests.jury.fake_provider.FakeProvider until SIGTERM, plus /bench/ routes:
+    """Serve tests.support.fake_provider.FakeProvider until SIGTERM, plus /bench/ routes:
     POST /bench/config (latency, failure rate and outcomes, Retry-After, seed),
     POST /bench/reset (counters), GET /bench/stats (counters as JSON)."""
     sys.path.insert(0, str(ROOT))
-    from tests.jury import fake_provider as fp
+    from tests.support import fake_provider as fp
 
     class BenchProvider(fp.FakeProvider):
         def __init__(self, **kw: Any) -> None:

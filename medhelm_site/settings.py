@@ -214,6 +214,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # Domain errors (medhelm_site.common.errors.DomainError) answer 400 naming the field.
+    "EXCEPTION_HANDLER": "medhelm_site.domain_errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "medhelm-studio API",

@@ -559,7 +559,7 @@ def celery_app_pointed_at(broker_url: str):
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_a_queued_import_runs_in_a_real_worker(tmp_path, settings, monkeypatch):
-    from tests.celery_worker import running_worker
+    from tests.support.celery_worker import running_worker
 
     coordinator = UserFactory()
     study = services.create_study(name="Bg", created_by=coordinator, criteria=MEDHELM_CRITERIA)

@@ -397,9 +397,8 @@ def test_resume_after_a_worker_is_killed_in_the_middle_of_a_chunk(
     import redis
     from celery import Celery
 
-    from tests.celery_worker import running_worker
-    from tests.jury.fake_provider import prompt_key
-    from tests.jury.test_worker_runs import _children, wait_for
+    from tests.support.celery_worker import child_pids, running_worker, wait_for
+    from tests.support.fake_provider import prompt_key
 
     redis.Redis.from_url(WORKER_BROKER).flushdb()
     monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
@@ -424,7 +423,7 @@ def test_resume_after_a_worker_is_killed_in_the_middle_of_a_chunk(
     ) as worker:
         send(ids(run))
         wait_for(lambda: run.calls.filter(status="ok").count() >= 3, 90, "three calls done")
-        for child in _children(worker.pid):
+        for child in child_pids(worker.pid):
             os.kill(child, signal.SIGKILL)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()

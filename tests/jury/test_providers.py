@@ -32,7 +32,7 @@ from jury.providers import (
     verdict_json_schema,
 )
 from jury.verdicts import parse_verdict
-from tests.jury.fake_provider import (
+from tests.support.fake_provider import (
     FakeProvider,
     fake_provider_fixture,  # noqa: F401
     hashed_verdict,

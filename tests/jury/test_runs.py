@@ -15,7 +15,7 @@ from jury import selectors, services
 from jury.execution import backoff_seconds, execute_call
 from jury.models import Judge, JudgeCall, JudgeLease, JudgeScore, JuryRun
 from tests.factories import make_study_with_members
-from tests.jury.fake_provider import FakeProvider
+from tests.support.fake_provider import FakeProvider
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from decimal import Decimal
 
 import pytest
@@ -12,7 +11,7 @@ from celery import Celery
 
 from jury import services
 from jury.models import Judge, JudgeCall, JuryRun
-from tests.celery_worker import running_worker
+from tests.support.celery_worker import child_pids, running_worker, wait_for
 from tests.conftest import require_service
 from tests.factories import make_study_with_members
 
@@ -37,15 +36,6 @@ def send(call_ids) -> None:
     for call_id in call_ids:
         client.send_task("jury.execute_judge_call", args=[call_id])
     client.close()
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def start(study, judge) -> JuryRun:
@@ -114,7 +104,7 @@ def test_resume_after_a_worker_is_killed_mid_run(tmp_path, redis_broker, fake_pr
         run = start(study, judge)
         wait_for(lambda: run.calls.filter(status="ok").count() >= 3, 90, "three calls done")
         # SIGKILL the worker and its pool processes: no warm shutdown, leases left behind.
-        for child in _children(worker.pid):
+        for child in child_pids(worker.pid):
             os.kill(child, signal.SIGKILL)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
@@ -147,17 +137,9 @@ def test_resume_after_a_worker_is_killed_mid_run(tmp_path, redis_broker, fake_pr
     assert JudgeCall.objects.filter(run=run, cached_from__isnull=False).count() == 0
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
-
-
 def _fake_key(prompt_hash: str, run: JuryRun) -> str:
     """The fake server counts requests by a key of the prompt text; map our call to it."""
-    from tests.jury.fake_provider import prompt_key
+    from tests.support.fake_provider import prompt_key
 
     call = run.calls.get(prompt_hash=prompt_hash)
     return prompt_key(call.prompt_text)

@@ -7,7 +7,7 @@ import pytest
 from celery import Celery
 
 from annotation.models import RatingStudy
-from tests.celery_worker import running_worker
+from tests.support.celery_worker import running_worker
 from tests.conftest import require_service
 
 

@@ -6,6 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,3 +74,22 @@ def running_worker(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    """Poll `predicate` every 0.2 s; fail the test naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def child_pids(pid: int) -> list[int]:
+    """The pool processes of a worker (Linux /proc), to SIGKILL them with their parent."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []

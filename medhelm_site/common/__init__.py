@@ -1,0 +1,1 @@
+"""Django-free helpers every app shares: one place each for a rule several apps need."""

@@ -1,0 +1,26 @@
+"""One mapping from domain errors to responses, for the API and for pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from medhelm_site.common.errors import DomainError
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, plus: a DomainError is a 400 whose body names the field. Anything
+    else DRF does not know stays an exception, so Django logs it and answers 500."""
+    if isinstance(exc, DomainError):
+        return Response(exc.as_dict(), status=400)
+    return drf_exception_handler(exc, context)
+
+
+def add_to_form(form: forms.Form, error: DomainError) -> None:
+    """Show a domain error on the form: on its field when the form has one by that name,
+    else as a form-wide error."""
+    field = error.field if error.field in form.fields else None
+    form.add_error(field, error.message)
