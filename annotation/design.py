@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from annotation.errors import AnnotationError
 
-class DesignError(ValueError):
+
+class DesignError(AnnotationError):
     """The design asked for cannot be built; the message names the item or rater at fault."""
 
 

@@ -8,7 +8,7 @@ from delphi.services.answers import (
     save_answers,
     submit_round,
 )
-from delphi.services.errors import DelphiError
+from delphi.errors import DelphiError
 from delphi.services.rounds import (
     ReleaseSummary,
     analyse_round,

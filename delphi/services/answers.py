@@ -21,7 +21,7 @@ from delphi.models import (
     Suggestion,
 )
 from delphi.selectors import placement_categories
-from delphi.services.errors import DelphiError
+from delphi.errors import DelphiError
 
 ANSWER_KEYS = {"rating", "unable", "placement_agrees", "placement_choice", "comment", "reason"}
 

@@ -27,7 +27,7 @@ from delphi.models import (
     TaxonomyNode,
     TaxonomyVersion,
 )
-from delphi.services.errors import DelphiError
+from delphi.errors import DelphiError
 from delphi.services.setup import renew_invitation
 
 ACTIVE_STATUSES = (PanelistRound.Status.INVITED, PanelistRound.Status.STARTED)

@@ -23,7 +23,7 @@ from delphi.models import (
     RoundItem,
     TaxonomyVersion,
 )
-from delphi.services.errors import DelphiError
+from delphi.errors import DelphiError
 from delphi.services.taxonomy import version_tree
 
 DEFAULT_CONSENSUS_RULE: dict[str, Any] = {"preset": "comet_70_15"}

@@ -1,0 +1,9 @@
+"""The one error type of the Delphi app: its message says what is wrong and where."""
+
+from medhelm_site.common.errors import DomainError
+
+
+# The ValueError base is transitional: it goes once every view catches DelphiError (or
+# DomainError) instead of ValueError.
+class DelphiError(DomainError, ValueError):
+    pass
