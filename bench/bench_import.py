@@ -122,7 +122,7 @@ def main() -> None:
     )
     try:
         from annotation import imports, services
-        from annotation.importers import parse_jsonl, validate_rows
+        from annotation.imports import parse_jsonl, validate_rows
         from delphi.models import TaxonomyNode
         from delphi.services import ensure_medhelm_taxonomy
         from tests.factories import MEDHELM_CRITERIA

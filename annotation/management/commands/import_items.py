@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation import importers
-from annotation.imports import import_progress, start_import
+from annotation.errors import AnnotationError
+from annotation.imports import FORMATS, import_progress, pack_helm_run, start_import
 from annotation.models import ImportJob, RatingStudy
 
 
@@ -27,9 +27,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--study", type=int, required=True, help="Rating study id.")
-        parser.add_argument(
-            "--format", dest="file_format", choices=importers.FORMATS, required=True
-        )
+        parser.add_argument("--format", dest="file_format", choices=FORMATS, required=True)
         parser.add_argument(
             "--as",
             dest="username",
@@ -57,7 +55,7 @@ class Command(BaseCommand):
         if file_format == "helm" and (path.is_dir() or path.name == "scenario_state.json"):
             # Stored as one zip that keeps the run directory's name (the benchmark fallback).
             folder = path if path.is_dir() else path.parent
-            content: Any = io.BytesIO(importers.pack_helm_run(path))
+            content: Any = io.BytesIO(pack_helm_run(path))
             uploaded_name = f"{folder.name}.zip"
         elif path.is_dir():
             raise CommandError(f"{path} is a directory; --format {file_format} needs a file")
@@ -75,9 +73,8 @@ class Command(BaseCommand):
                 background=False,
                 on_progress=self._show_progress,
             )
-        except (ValidationError, PermissionDenied) as exc:
-            messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
-            raise CommandError("; ".join(messages)) from exc
+        except (AnnotationError, PermissionDenied) as exc:
+            raise CommandError(str(exc)) from exc
         finally:
             content.close()
         self._report(job)

@@ -1,0 +1,58 @@
+"""Item imports: JSONL, CSV and HELM runs read into checked rows, saved by an import job.
+
+The modules, each about one thing: rows (fields, row errors, parsed rows), jsonl, csvfile,
+helm (also read by the jury for its verdicts), validation (checks across rows and against
+the study), formats (the dispatch by format name), jobs (upload, run, save) and progress.
+"""
+
+from annotation.imports.csvfile import parse_csv
+from annotation.imports.formats import FORMATS, parse
+from annotation.imports.helm import (
+    ZIP_MAGIC,
+    HelmRun,
+    HelmSource,
+    helm_benchmark_name,
+    helm_rows,
+    pack_helm_run,
+    parse_helm_run,
+    read_helm_run,
+)
+from annotation.imports.jobs import run_import_job, start_import
+from annotation.imports.jsonl import parse_jsonl
+from annotation.imports.progress import FINISHED, MAX_STORED_ERRORS, import_progress
+from annotation.imports.rows import ParsedImport, ParsedRow, RowError
+from annotation.imports.validation import (
+    Fingerprint,
+    conflict_reason,
+    item_fingerprint,
+    validate_rows,
+)
+from annotation.taxonomy_names import task_names_for
+
+__all__ = [
+    "FINISHED",
+    "FORMATS",
+    "MAX_STORED_ERRORS",
+    "ZIP_MAGIC",
+    "Fingerprint",
+    "HelmRun",
+    "HelmSource",
+    "ParsedImport",
+    "ParsedRow",
+    "RowError",
+    "conflict_reason",
+    "helm_benchmark_name",
+    "helm_rows",
+    "import_progress",
+    "item_fingerprint",
+    "pack_helm_run",
+    "parse",
+    "parse_csv",
+    "parse_helm_run",
+    "parse_jsonl",
+    "read_helm_run",
+    "run_import_job",
+    "start_import",
+    "task_names_for",
+    "validate_rows",
+]

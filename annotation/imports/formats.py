@@ -1,0 +1,25 @@
+"""The import formats by name, and reading a source in one of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from annotation.imports.csvfile import parse_csv
+from annotation.imports.helm import HelmSource, parse_helm_run
+from annotation.imports.jsonl import parse_jsonl
+from annotation.imports.rows import ParsedImport
+
+FORMATS = ("jsonl", "csv", "helm")
+
+
+def parse(*, file_format: str, source: HelmSource, name_hint: str = "") -> ParsedImport:
+    """Dispatch on the format name ("jsonl", "csv" or "helm"). An unknown name is a bug of
+    the caller (start_import checks it), hence a ValueError."""
+    if file_format == "helm":
+        return parse_helm_run(source, name_hint=name_hint)
+    data = Path(source).read_bytes() if isinstance(source, str | Path) else source
+    if file_format == "jsonl":
+        return parse_jsonl(data)
+    if file_format == "csv":
+        return parse_csv(data)
+    raise ValueError(f"unknown import format {file_format!r}; use jsonl, csv or helm")

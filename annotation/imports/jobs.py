@@ -1,0 +1,362 @@
+"""Item import jobs: store the upload, run the job (inline or as a Celery task).
+
+An import is all-or-nothing: every row is checked first and every problem is recorded on the
+job; items are saved only when there is none, in one transaction. processed_rows counts
+checked rows and is committed every PROGRESS_EVERY rows; the save itself shows no progress
+until it ends (import_progress calls that phase "saving").
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import IO
+
+from celery import current_app
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from annotation import audit
+from annotation.errors import AnnotationError
+from annotation.imports.formats import FORMATS, parse
+from annotation.imports.helm import ZIP_MAGIC
+from annotation.imports.progress import FINISHED, stored_messages
+from annotation.imports.rows import ParsedImport, RowError
+from annotation.imports.validation import (
+    Fingerprint,
+    conflict_reason,
+    item_fingerprint,
+    validate_rows,
+)
+from annotation.models import ImportJob, Item, RatingStudy, StudyMembership
+from annotation.services import ItemRow, create_items
+from annotation.taxonomy_names import task_names_for
+from medhelm_site.common.querying import ID_FILTER_LIMIT
+
+logger = logging.getLogger(__name__)
+
+# Below this size an import runs inline when the caller leaves `background` to us.
+INLINE_MAX_BYTES = 1_000_000
+PROGRESS_EVERY = 2000
+UPLOAD_DIR = "imports"
+LOCKED = "the study is locked; items can no longer be imported"
+ProgressCallback = Callable[[ImportJob], None]
+Key = tuple[str, str]  # (external_id, model)
+
+
+# --- start -------------------------------------------------------------------------------------
+
+
+def start_import(
+    *,
+    study: RatingStudy,
+    uploaded_name: str,
+    content: bytes | IO[bytes],
+    file_format: str,
+    actor: AbstractBaseUser,
+    background: bool | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> ImportJob:
+    """Store an upload and create its ImportJob; run it now or queue annotation.run_import.
+
+    `background=None` runs files below INLINE_MAX_BYTES inline and queues larger ones;
+    True/False force either. Raises AnnotationError (unknown format, locked study, empty
+    file) or PermissionDenied (not a coordinator or staff). An inline run returns the
+    finished job; a queued one returns it queued (the task starts after the commit).
+    """
+    if file_format not in FORMATS:
+        raise AnnotationError(
+            f"unknown format {file_format!r}; use jsonl, csv or helm", field="file_format"
+        )
+    _check_may_import(study=study, actor=actor)
+    source_path, size = _store_upload(content=content, file_format=file_format)
+    if size == 0:
+        (Path(settings.MEDIA_ROOT) / source_path).unlink(missing_ok=True)
+        raise AnnotationError("the file is empty", field="file")
+    in_background = size >= INLINE_MAX_BYTES if background is None else background
+    with transaction.atomic():
+        job = ImportJob.objects.create(
+            study=study,
+            created_by=actor,
+            file_format=file_format,
+            source_name=uploaded_name[:300],
+            source_path=source_path,
+        )
+        audit.record(
+            actor=actor,
+            action="import.start",
+            target=job,
+            study=study,
+            after={
+                "file_format": file_format,
+                "source_name": job.source_name,
+                "bytes": size,
+                "background": in_background,
+            },
+        )
+        if in_background:
+            transaction.on_commit(functools.partial(queue_import_job, job.pk))
+    if in_background:
+        return job
+    return run_import_job(job_id=job.pk, on_progress=on_progress, inline=True)
+
+
+def queue_import_job(job_id: int) -> None:
+    """Send a committed job to a worker; if that fails, mark it failed rather than leave it
+    "queued" forever."""
+    # Imported here: tasks.py imports this package.
+    from annotation.tasks import run_import
+
+    try:
+        run_import.delay(job_id)
+    except Exception as exc:
+        logger.exception("could not queue import job %s", job_id)
+        ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
+            status=ImportJob.Status.FAILED,
+            errors=[{"where": "import", "reason": f"could not queue the import: {exc}"}],
+            finished_at=timezone.now(),
+        )
+
+
+def _check_may_import(*, study: RatingStudy, actor: AbstractBaseUser) -> None:
+    if study.is_locked:
+        raise AnnotationError(LOCKED, field="study")
+    if getattr(actor, "is_staff", False) or getattr(actor, "is_superuser", False):
+        return
+    is_coordinator = StudyMembership.objects.filter(
+        study=study, user=actor, role=StudyMembership.Role.COORDINATOR, is_active=True
+    ).exists()
+    if not is_coordinator:
+        raise PermissionDenied("only a coordinator of this study may import items")
+
+
+def _store_upload(*, content: bytes | IO[bytes], file_format: str) -> tuple[str, int]:
+    """Write the upload under MEDIA_ROOT/imports/ atomically (temp file, then rename) and
+    return its path relative to MEDIA_ROOT and its size."""
+    folder = Path(settings.MEDIA_ROOT) / UPLOAD_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    size = 0
+    head = b""
+    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=".upload-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in _chunks(content):
+                if len(head) < 4:
+                    head += chunk[:4]
+                out.write(chunk)
+                size += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        name = f"{uuid.uuid4().hex}.{_upload_extension(file_format, head)}"
+        os.replace(tmp_name, folder / name)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return f"{UPLOAD_DIR}/{name}", size
+
+
+def _upload_extension(file_format: str, head: bytes) -> str:
+    if file_format == "helm":
+        return "zip" if head.startswith(ZIP_MAGIC) else "json"
+    return file_format
+
+
+def _chunks(content: bytes | IO[bytes]) -> Iterable[bytes]:
+    if isinstance(content, bytes | bytearray | memoryview):
+        yield bytes(content)
+    elif hasattr(content, "chunks"):  # a Django UploadedFile
+        yield from content.chunks()
+    else:
+        yield from iter(functools.partial(content.read, 1024 * 1024), b"")
+
+
+# --- run ---------------------------------------------------------------------------------------
+
+
+def run_import_job(
+    *, job_id: int, on_progress: ProgressCallback | None = None, inline: bool = False
+) -> ImportJob:
+    """Run one import job to its end. Idempotent: a finished job is returned as it is, and a
+    job left "running" by a crashed worker starts again. Raises ImportJob.DoesNotExist for an
+    unknown id. An unexpected exception marks the job failed (with the message) and is
+    re-raised."""
+    job, claimed = _claim(job_id)
+    if not claimed:
+        return job
+    try:
+        return _run(job, on_progress, inline=inline)
+    except Exception as exc:
+        try:
+            ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING).update(
+                status=ImportJob.Status.FAILED,
+                errors=[{"where": "import", "reason": f"unexpected error: {exc!r}"}],
+                finished_at=timezone.now(),
+            )
+        except Exception:
+            # Left "running": a retried task then starts it again.
+            logger.exception("could not mark import job %s failed", job.pk)
+        raise
+
+
+def _claim(job_id: int) -> tuple[ImportJob, bool]:
+    """Lock the job and mark it running; (job, False) when it has finished already."""
+    with transaction.atomic():
+        job = ImportJob.objects.select_for_update().get(pk=job_id)
+        if job.status in FINISHED:
+            return job, False
+        # Queued, or "running" after a worker died: start from the beginning. Nothing of an
+        # interrupted run was saved, because items are saved in the last transaction only.
+        job.status = ImportJob.Status.RUNNING
+        job.total_rows = job.processed_rows = job.created_items = job.unchanged_items = 0
+        job.errors = []
+        job.finished_at = None
+        job.save()
+        return job, True
+
+
+def _run(job: ImportJob, on_progress: ProgressCallback | None, *, inline: bool) -> ImportJob:
+    """Read the upload, check every row, then save them all or record every problem."""
+    study = job.study
+    if study.is_locked:
+        return _finish_failed(job, [RowError("study", LOCKED)], [])
+    try:
+        parsed = _parse_upload(job)
+    except FileNotFoundError:
+        reason = f"the uploaded file is missing from storage ({job.source_path})"
+        return _finish_failed(job, [RowError("file", reason)], [])
+    job.total_rows = parsed.total
+    job.save(update_fields=["total_rows"])
+    if on_progress is not None:
+        on_progress(job)
+    known = _item_keys(study)
+    rows, errors = validate_rows(
+        parsed=parsed,
+        task_names=task_names_for(study=study),
+        existing=_fingerprints(study=study, keys={row.key for row in parsed.rows} & known),
+        progress=functools.partial(_record_progress, job, on_progress),
+        progress_every=PROGRESS_EVERY,
+    )
+    if errors:
+        return _finish_failed(job, errors, parsed.warnings)
+    job, saved = _save_items(job, parsed, rows, known=known, inline=inline)
+    if saved and on_progress is not None:
+        on_progress(job)
+    return job
+
+
+def _parse_upload(job: ImportJob) -> ParsedImport:
+    data = (Path(settings.MEDIA_ROOT) / job.source_path).read_bytes()
+    return parse(file_format=job.file_format, source=data, name_hint=Path(job.source_name).stem)
+
+
+def _record_progress(job: ImportJob, on_progress: ProgressCallback | None, done: int) -> None:
+    job.processed_rows = done
+    ImportJob.objects.filter(pk=job.pk).update(processed_rows=done)
+    if on_progress is not None:
+        on_progress(job)
+
+
+def _save_items(
+    job: ImportJob, parsed: ParsedImport, rows: list[ItemRow], *, known: set[Key], inline: bool
+) -> tuple[ImportJob, bool]:
+    """Save the checked rows in one transaction, unless the job, the study or its items
+    changed meanwhile; (the job, whether the items were saved)."""
+    with transaction.atomic():
+        study = RatingStudy.objects.select_for_update().get(pk=job.study_id)
+        current = ImportJob.objects.select_for_update().get(pk=job.pk)
+        if current.status != ImportJob.Status.RUNNING:
+            return current, False  # another worker finished this job while we checked it
+        if study.is_locked:
+            return _finish_failed(job, [RowError("study", LOCKED)], parsed.warnings), False
+        late_errors = _late_conflicts(study, parsed, known=known)
+        if late_errors:
+            return _finish_failed(job, late_errors, parsed.warnings), False
+        result = create_items(study=study, rows=rows, actor=job.created_by)
+        job.status = ImportJob.Status.SUCCEEDED
+        job.processed_rows = job.total_rows
+        job.created_items = result.created
+        job.unchanged_items = result.unchanged
+        job.errors = stored_messages([], parsed.warnings)
+        job.finished_at = timezone.now()
+        job.save()
+        transaction.on_commit(functools.partial(_after_import, job.pk, inline=inline))
+    return job, True
+
+
+def _late_conflicts(study: RatingStudy, parsed: ParsedImport, *, known: set[Key]) -> list[RowError]:
+    """Conflicts with items someone else added since the rows were checked."""
+    late = (_item_keys(study) - known) & {row.key for row in parsed.rows}
+    if not late:
+        return []
+    fresh = _fingerprints(study=study, keys=late)
+    return [
+        RowError(row.where, reason, row.order)
+        for row in parsed.rows
+        if row.key in fresh and (reason := conflict_reason(row, fresh[row.key])) is not None
+    ]
+
+
+def _item_keys(study: RatingStudy) -> set[Key]:
+    return set(Item.objects.filter(study=study).values_list("external_id", "model_name"))
+
+
+def _fingerprints(*, study: RatingStudy, keys: set[Key]) -> dict[Key, Fingerprint]:
+    """item_fingerprint of the study's items whose (external_id, model) is in `keys`."""
+    found: dict[Key, Fingerprint] = {}
+    if not keys:
+        return found
+    items = Item.objects.filter(study=study)
+    if len(keys) <= ID_FILTER_LIMIT:  # a small re-import need not read the whole study
+        items = items.filter(external_id__in={external_id for external_id, _ in keys})
+    rows = (
+        items.values_list(
+            "external_id", "model_name", "input_text", "output_text", "reference_text"
+        )
+        .order_by()
+        .iterator(chunk_size=2000)
+    )
+    for external_id, model_name, input_text, output_text, reference_text in rows:
+        if (external_id, model_name) in keys:
+            found[(external_id, model_name)] = item_fingerprint(
+                input_text=input_text, output_text=output_text, reference_text=reference_text
+            )
+    return found
+
+
+def _finish_failed(
+    job: ImportJob, errors: Sequence[RowError], warnings: Sequence[RowError]
+) -> ImportJob:
+    job.status = ImportJob.Status.FAILED
+    job.errors = stored_messages(errors, warnings)
+    job.created_items = job.unchanged_items = 0
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "errors", "created_items", "unchanged_items", "finished_at"])
+    return job
+
+
+def _after_import(job_id: int, *, inline: bool) -> None:
+    """Run the follow-up tasks of a succeeded import (settings.MEDHELM_AFTER_IMPORT_TASKS) by
+    name, so that annotation never imports the apps that provide them (e.g. the jury's HELM
+    verdict import): in this process for an inline import, else queued. A failure is logged;
+    the import itself has succeeded."""
+    for name in settings.MEDHELM_AFTER_IMPORT_TASKS:
+        try:
+            signature = current_app.signature(name, args=[job_id])
+            if inline:
+                result = signature.apply()
+                if result.failed():
+                    logger.error(
+                        "after-import task %s of job %s failed: %r", name, job_id, result.result
+                    )
+            else:
+                signature.apply_async()
+        except Exception:
+            logger.exception("could not run after-import task %s of job %s", name, job_id)
