@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from annotation import imports, services
 from annotation.models import AuditEvent, ImportJob, Item
+from annotation.taxonomy_names import taxonomy_node_for
 from delphi.services import create_taxonomy_version
 from tests.annotation.imports.factories import BAD_JSONL, BAD_JSONL_ERRORS, item_state, jsonl, start
 from tests.factories import MEDHELM_CRITERIA, item_rows
@@ -40,7 +41,9 @@ def test_a_name_shared_by_a_task_and_its_subcategory_means_the_task(coordinator)
     study = services.create_study(
         name="Shared", created_by=coordinator, criteria=MEDHELM_CRITERIA, taxonomy_version=version
     )
-    assert imports.task_names_for(study=study) == {"Same": version.nodes.get(kind="task").pk}
+    task = version.nodes.get(kind="task")
+    assert imports.task_names_for(study=study) == {"Same": task.pk}
+    assert taxonomy_node_for(study=study, name="Same") == task
 
 
 def test_task_in_a_study_without_taxonomy_is_an_error(coordinator):

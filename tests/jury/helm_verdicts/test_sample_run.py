@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from annotation.imports import pack_helm_run
+from annotation.imports import pack_helm_run, read_helm_run
 from annotation.models import AuditEvent, Item
 from jury.helm_verdicts import import_helm_verdicts
 from jury.models import Judge, JudgeScore
@@ -92,3 +92,20 @@ def test_jury_aggregate_over_imported_judges_is_the_mean_of_the_nine_ratings(stu
     assert items["medi_qa/id104"] not in composites
     # e.g. id102: (1+2+4) + (2+2+4) + (1+1+4) = 21 over 9
     assert composites[items["medi_qa/id102"]][0] == pytest.approx(21 / 9)
+
+
+def test_the_run_is_read_once_for_items_and_verdicts(study, coordinator, monkeypatch):
+    from jury.helm_verdicts import importing
+
+    import_items(study, coordinator)
+    reads = []
+
+    def counted(source, **kwargs):
+        reads.append(source)
+        return read_helm_run(source, **kwargs)
+
+    monkeypatch.setattr(importing, "read_helm_run", counted)
+    report = import_helm_verdicts(study=study, source=pack_helm_run(HELM_RUN), actor=coordinator)
+
+    assert report.ok and report.scores_created == 27
+    assert len(reads) == 1
