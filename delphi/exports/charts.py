@@ -22,7 +22,7 @@ from delphi.models import Round, RoundItemStatistics
 from medhelm_site.common.figures import figure_text
 
 # matplotlib subsets fonts with fontTools, which logs every table of every font at INFO:
-# hundreds of lines per PDF under the site's INFO root logger, and seconds of work.
+# under the site's INFO root logger that floods the log and slows every PDF.
 if logging.getLogger("fontTools").level == logging.NOTSET:
     logging.getLogger("fontTools").setLevel(logging.WARNING)
 
