@@ -13,7 +13,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from delphi.exports import EXPORT_NAMES, render_export
+from delphi.errors import DelphiError
+from delphi.exports.registry import EXPORT_NAMES, render_export
 from delphi.models import DelphiStudy
 
 # Short names for the three a person asks for most; every export name works too.
@@ -43,7 +44,7 @@ class Command(BaseCommand):
             raise CommandError("a PDF needs --output FILE")
         try:
             content, _content_type, _filename = render_export(study=study, name=name)
-        except ValueError as exc:
+        except DelphiError as exc:
             raise CommandError(str(exc)) from exc
         if output is None:
             self.stdout.write(content.decode("utf-8"), ending="")
