@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from django.core.exceptions import ValidationError
 
 from annotation import services
+from annotation.errors import AnnotationError
 from annotation.models import Assignment, AuditEvent, Rating
 from tests.factories import make_study_with_members
 
@@ -108,23 +108,23 @@ def test_bad_answers_are_refused_naming_the_field_and_nothing_is_saved(
     setup, answers, field, message
 ):
     a = first_assignment(setup)
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(AnnotationError) as info:
         services.submit_assignment(
             assignment_id=a.pk, clinician=setup.clinicians[0], answers=answers
         )
-    assert field in info.value.message_dict
-    assert message in " ".join(info.value.message_dict[field])
+    assert field in info.value.as_dict()
+    assert message in " ".join(info.value.as_dict()[field])
     assert not Rating.objects.filter(assignment=a).exists()
     assert Assignment.objects.get(pk=a.pk).status == "pending"
 
 
 def test_an_item_not_assigned_to_you_is_refused(setup):
     theirs = first_assignment(setup, clinician_index=1)
-    with pytest.raises(ValidationError, match="not assigned to you"):
+    with pytest.raises(AnnotationError, match="not assigned to you"):
         services.submit_assignment(
             assignment_id=theirs.pk, clinician=setup.clinicians[0], answers=FULL
         )
-    with pytest.raises(ValidationError, match="not assigned to you"):
+    with pytest.raises(AnnotationError, match="not assigned to you"):
         services.save_draft(assignment_id=theirs.pk, clinician=setup.clinicians[0], answers=FULL)
     assert not Rating.objects.exists()
 
@@ -134,11 +134,11 @@ def test_a_locked_study_refuses_changes_and_unlocking_allows_them_again(setup):
     clinician = setup.clinicians[0]
     services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL)
     services.set_study_lock(study=setup.study, locked=True, actor=setup.coordinator)
-    with pytest.raises(ValidationError, match="locked"):
+    with pytest.raises(AnnotationError, match="locked"):
         services.submit_assignment(
             assignment_id=a.pk, clinician=clinician, answers={**FULL, "clarity": A(value=1)}
         )
-    with pytest.raises(ValidationError, match="locked"):
+    with pytest.raises(AnnotationError, match="locked"):
         services.save_draft(
             assignment_id=a.pk, clinician=clinician, answers={"clarity": A(value=1)}
         )
@@ -157,7 +157,7 @@ def test_comment_required_for_low_scores(db):
     setup = make_study_with_members(comment_required_at_or_below=2)
     a = first_assignment(setup)
     low = {**FULL, "accuracy": A(value=2)}
-    with pytest.raises(ValidationError, match="comment is required"):
+    with pytest.raises(AnnotationError, match="comment is required"):
         services.submit_assignment(assignment_id=a.pk, clinician=setup.clinicians[0], answers=low)
     services.submit_assignment(
         assignment_id=a.pk,
@@ -181,7 +181,7 @@ def test_cannot_assess_where_the_criterion_allows_it(db):
     )
     r = Rating.objects.get(assignment=a, criterion__key="clarity")
     assert r.cannot_assess and r.value is None
-    with pytest.raises(ValidationError, match="either a value or 'cannot assess'"):
+    with pytest.raises(AnnotationError, match="either a value or 'cannot assess'"):
         services.submit_assignment(
             assignment_id=a.pk,
             clinician=setup.clinicians[0],
@@ -191,7 +191,7 @@ def test_cannot_assess_where_the_criterion_allows_it(db):
 
 def test_flag_needs_a_reason_and_is_audited(setup):
     a = first_assignment(setup)
-    with pytest.raises(ValidationError, match="say why"):
+    with pytest.raises(AnnotationError, match="say why"):
         services.flag_assignment(
             assignment_id=a.pk, clinician=setup.clinicians[0], flagged=True, reason=" "
         )
@@ -210,7 +210,7 @@ def test_scales_freeze_once_ratings_exist(setup):
     services.submit_assignment(assignment_id=a.pk, clinician=setup.clinicians[0], answers=FULL)
     wider = [dict(c) for c in MEDHELM_CRITERIA]
     wider[0]["scale_max"] = 7
-    with pytest.raises(ValidationError, match="scale cannot change"):
+    with pytest.raises(AnnotationError, match="scale cannot change"):
         services.update_study(
             study=setup.study, actor=setup.coordinator, changes={}, criteria=wider
         )
