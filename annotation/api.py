@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-from django.contrib.auth import get_user_model
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -22,7 +21,7 @@ from rest_framework.views import APIView
 
 from annotation import selectors, services
 from annotation.access import STUDY_READERS, Role, get_study_for_user
-from annotation.models import Assignment, Item, RatingStudy
+from annotation.models import Assignment, RatingStudy
 from annotation.serializers import (
     AnswersSerializer,
     CriterionSerializer,
@@ -38,12 +37,7 @@ from annotation.serializers import (
 
 def _own_assignment(request: Request, assignment_id: int) -> Assignment:
     """The requesting clinician's own assignment, else 404 (it is none of their business)."""
-    assignment = (
-        Assignment.objects.filter(pk=assignment_id, clinician=request.user)
-        .exclude(status=Assignment.Status.WITHDRAWN)
-        .select_related("study", "item", "item__taxonomy_node")
-        .first()
-    )
+    assignment = selectors.clinician_assignment(user=request.user, assignment_id=assignment_id)
     if assignment is None:
         raise Http404("No such assignment in your queue.")
     get_study_for_user(
@@ -78,14 +72,7 @@ class MyStudiesApi(ListAPIView):
     serializer_class = StudySerializer
 
     def get_queryset(self):
-        return (
-            RatingStudy.objects.filter(
-                memberships__user=self.request.user, memberships__is_active=True
-            )
-            .distinct()
-            .prefetch_related("criteria")
-            .order_by("-created_at", "id")
-        )
+        return selectors.studies_with_any_role(user=self.request.user)
 
 
 class StudyDetailApi(RetrieveAPIView):
@@ -120,7 +107,7 @@ class ItemsApi(ListAPIView):
             study_id=self.kwargs["study_id"],
             allowed_roles=[Role.COORDINATOR],
         )
-        return Item.objects.filter(study=study).select_related("taxonomy_node").order_by("pk")
+        return selectors.study_items(study=study)
 
 
 @extend_schema(summary="My queue: the requesting clinician's assignments in their own order")
@@ -226,7 +213,7 @@ class MembersApi(APIView):
         serializer = MemberSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         username = serializer.validated_data["username"]
-        user = get_user_model().objects.filter(username=username).first()
+        user = selectors.account_by_username(username=username)
         if user is None:
             raise ValidationError({"username": f"no user {username!r}"})
         return study, user, serializer.validated_data["role"]

@@ -1,5 +1,5 @@
-"""Reads for rating studies, one module per sub-domain: studies (roles, progress), the
-clinician's queue, the dashboard and the ratings export.
+"""Reads for rating studies, one module per sub-domain: studies (roles, progress), members,
+the clinician's queue, the dashboard and the ratings export.
 
 Callers use `from annotation import selectors; selectors.x(...)`.
 """
@@ -14,10 +14,17 @@ from annotation.selectors.dashboard import (
     progress_by_clinician,
 )
 from annotation.selectors.exports import EXPORT_COLUMNS, ValueChoice, rating_export_rows
+from annotation.selectors.members import (
+    account_by_username,
+    account_named,
+    study_member,
+    study_members,
+)
 from annotation.selectors.queue import (
     QueuePosition,
     QueueProgress,
     RaterItem,
+    clinician_assignment,
     clinician_progress,
     clinician_queue,
     own_assignment,
@@ -30,6 +37,8 @@ from annotation.selectors.studies import (
     StudyProgress,
     roles_in_study,
     studies_for,
+    studies_with_any_role,
+    study_items,
     study_progress,
 )
 
@@ -44,6 +53,9 @@ __all__ = [
     "ShortItem",
     "StudyProgress",
     "ValueChoice",
+    "account_by_username",
+    "account_named",
+    "clinician_assignment",
     "clinician_progress",
     "clinician_queue",
     "flagged_items",
@@ -57,5 +69,9 @@ __all__ = [
     "resume_point",
     "roles_in_study",
     "studies_for",
+    "studies_with_any_role",
+    "study_items",
+    "study_member",
+    "study_members",
     "study_progress",
 ]

@@ -139,6 +139,17 @@ def own_assignment(
     )
 
 
+def clinician_assignment(*, user: AbstractBaseUser, assignment_id: int) -> Assignment | None:
+    """The user's own (not withdrawn) assignment in whatever study, with its study and item;
+    the caller still checks that the user is an active clinician of that study."""
+    return (
+        Assignment.objects.filter(pk=assignment_id, clinician=user)
+        .exclude(status=Assignment.Status.WITHDRAWN)
+        .select_related("study", "item", "item__taxonomy_node")
+        .first()
+    )
+
+
 @dataclass(frozen=True)
 class QueuePosition:
     index: int  # 1-based place in the clinician's own order

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
 
-from annotation.models import Assignment, RatingStudy, StudyMembership
+from annotation.models import Assignment, Item, RatingStudy, StudyMembership
 
 Role = StudyMembership.Role
 
@@ -26,6 +26,21 @@ def studies_for(*, user: AbstractBaseUser, role: str) -> QuerySet[RatingStudy]:
     return RatingStudy.objects.filter(
         memberships__user=user, memberships__role=role, memberships__is_active=True
     ).order_by("-created_at", "id")
+
+
+def studies_with_any_role(*, user: AbstractBaseUser) -> QuerySet[RatingStudy]:
+    """Studies in which the user holds any active role, newest first, criteria prefetched."""
+    return (
+        RatingStudy.objects.filter(memberships__user=user, memberships__is_active=True)
+        .distinct()
+        .prefetch_related("criteria")
+        .order_by("-created_at", "id")
+    )
+
+
+def study_items(*, study: RatingStudy) -> QuerySet[Item]:
+    """The study's items with their model names: for coordinators only (raters are blinded)."""
+    return Item.objects.filter(study=study).select_related("taxonomy_node").order_by("pk")
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -18,7 +16,7 @@ from annotation import imports, selectors, services
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.errors import AnnotationError
 from annotation.forms import CriterionFormSet, ImportForm, MemberForm, StudyForm, criteria_initial
-from annotation.models import ImportJob, StudyMembership
+from annotation.models import ImportJob, RatingStudy
 from medhelm_site.common.csv_export import csv_lines
 from medhelm_site.domain_errors import add_to_form
 
@@ -126,54 +124,51 @@ def members(request: HttpRequest, study_id: int) -> HttpResponse:
     study, _ = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
     )
+    if request.method == "POST" and request.POST.get("action", "add") == "remove":
+        return _remove_member(request, study)
     form = MemberForm(request.POST or None)
-    if request.method == "POST":
-        action = request.POST.get("action", "add")
-        User = get_user_model()
-        if action == "remove":
-            membership = StudyMembership.objects.filter(
-                study=study, pk=request.POST.get("membership")
-            ).first()
-            if membership is None:
-                raise Http404("No such member.")
-            try:
-                services.remove_member(
-                    study=study, user=membership.user, role=membership.role, actor=request.user
-                )
-            except AnnotationError as exc:
-                messages.error(request, exc.message)
-            else:
-                messages.success(
-                    request, f"{membership.pseudonym} removed; unstarted work was dealt again."
-                )
-            return redirect("annotation:members", study_id=study.pk)
-        if form.is_valid():
-            name = form.cleaned_data["username"].strip()
-            user = User.objects.filter(Q(username=name) | Q(email__iexact=name)).first()
-            if user is None:
-                form.add_error(
-                    "username", f"No account {name!r}. A site administrator creates accounts."
-                )
-            else:
-                try:
-                    m = services.add_member(
-                        study=study, user=user, role=form.cleaned_data["role"], actor=request.user
-                    )
-                except AnnotationError as exc:
-                    add_to_form(form, exc)
-                else:
-                    messages.success(request, f"{user.get_username()} is {m.role} {m.pseudonym}.")
-                    return redirect("annotation:members", study_id=study.pk)
-    memberships = (
-        StudyMembership.objects.filter(study=study)
-        .select_related("user")
-        .order_by("role", "pseudonym")
-    )
+    if request.method == "POST" and form.is_valid() and _add_member(request, study, form):
+        return redirect("annotation:members", study_id=study.pk)
     return render(
         request,
         "annotation/members.html",
-        {"study": study, "form": form, "memberships": memberships},
+        {"study": study, "form": form, "memberships": selectors.study_members(study=study)},
     )
+
+
+def _remove_member(request: HttpRequest, study: RatingStudy) -> HttpResponse:
+    membership = selectors.study_member(study=study, membership_id=request.POST.get("membership"))
+    if membership is None:
+        raise Http404("No such member.")
+    try:
+        services.remove_member(
+            study=study, user=membership.user, role=membership.role, actor=request.user
+        )
+    except AnnotationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request, f"{membership.pseudonym} removed; unstarted work was dealt again."
+        )
+    return redirect("annotation:members", study_id=study.pk)
+
+
+def _add_member(request: HttpRequest, study: RatingStudy, form: MemberForm) -> bool:
+    """Add the named account in the chosen role; False (errors on the form) if it cannot be."""
+    name = form.cleaned_data["username"].strip()
+    user = selectors.account_named(name=name)
+    if user is None:
+        form.add_error("username", f"No account {name!r}. A site administrator creates accounts.")
+        return False
+    try:
+        m = services.add_member(
+            study=study, user=user, role=form.cleaned_data["role"], actor=request.user
+        )
+    except AnnotationError as exc:
+        add_to_form(form, exc)
+        return False
+    messages.success(request, f"{user.get_username()} is {m.role} {m.pseudonym}.")
+    return True
 
 
 @login_required
