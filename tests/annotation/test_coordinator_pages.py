@@ -206,3 +206,15 @@ def test_dashboard_shows_progress_gaps_and_flags(client):
     client.force_login(setup.researcher)
     body = client.get(f"/studies/{setup.study.pk}/").content.decode()
     assert clinician.username not in body  # researchers see pseudonyms only
+
+
+@pytest.mark.django_db
+def test_a_design_that_cannot_be_built_is_shown_as_a_message(client):
+    setup = make_study_with_members(n_items=2, n_clinicians=2, k=2)
+    services.update_study(
+        study=setup.study, actor=setup.coordinator, changes={"ratings_per_item": 3}
+    )
+    client.force_login(setup.coordinator)
+    response = client.post(f"/studies/{setup.study.pk}/assign/", follow=True)
+    assert response.status_code == 200
+    assert "k=3 ratings per item needs at least 3 raters" in response.content.decode()
