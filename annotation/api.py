@@ -1,15 +1,14 @@
 """REST API for rating studies: input parsing and access checks, then one selector or service.
 
 Access follows the pages: 404 for a study (or assignment) the user may not know exists,
-403 for a role that may not do this. Validation errors answer 400 with the field and reason.
+403 for a role that may not do this. An AnnotationError from a service answers 400 with the
+field and reason (medhelm_site.domain_errors.api_exception_handler); anything else is a 500.
 """
 
 from __future__ import annotations
 
 import json
 
-from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -20,9 +19,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import dashboard, selectors, services
+from annotation import selectors, services
 from annotation.access import STUDY_READERS, Role, get_study_for_user
-from annotation.models import Assignment, Item, RatingStudy
+from annotation.models import Assignment, RatingStudy
 from annotation.serializers import (
     AnswersSerializer,
     CriterionSerializer,
@@ -36,19 +35,9 @@ from annotation.serializers import (
 )
 
 
-def _raise_as_api_error(exc: DjangoValidationError) -> None:
-    detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-    raise ValidationError(detail) from exc
-
-
 def _own_assignment(request: Request, assignment_id: int) -> Assignment:
     """The requesting clinician's own assignment, else 404 (it is none of their business)."""
-    assignment = (
-        Assignment.objects.filter(pk=assignment_id, clinician=request.user)
-        .exclude(status=Assignment.Status.WITHDRAWN)
-        .select_related("study", "item", "item__taxonomy_node")
-        .first()
-    )
+    assignment = selectors.clinician_assignment(user=request.user, assignment_id=assignment_id)
     if assignment is None:
         raise Http404("No such assignment in your queue.")
     get_study_for_user(
@@ -83,14 +72,7 @@ class MyStudiesApi(ListAPIView):
     serializer_class = StudySerializer
 
     def get_queryset(self):
-        return (
-            RatingStudy.objects.filter(
-                memberships__user=self.request.user, memberships__is_active=True
-            )
-            .distinct()
-            .prefetch_related("criteria")
-            .order_by("-created_at", "id")
-        )
+        return selectors.studies_with_any_role(user=self.request.user)
 
 
 class StudyDetailApi(RetrieveAPIView):
@@ -125,7 +107,7 @@ class ItemsApi(ListAPIView):
             study_id=self.kwargs["study_id"],
             allowed_roles=[Role.COORDINATOR],
         )
-        return Item.objects.filter(study=study).select_related("taxonomy_node").order_by("pk")
+        return selectors.study_items(study=study)
 
 
 @extend_schema(summary="My queue: the requesting clinician's assignments in their own order")
@@ -153,15 +135,12 @@ def _write_answers(request: Request, assignment_id: int, service) -> Response:
     """Parse the answers, run the draft or submit service, answer with the rater's view."""
     assignment = _own_assignment(request, assignment_id)
     answers, seconds = _answers(request.data)
-    try:
-        assignment = service(
-            assignment_id=assignment.pk,
-            clinician=request.user,
-            answers=answers,
-            time_spent_seconds=seconds,
-        )
-    except DjangoValidationError as exc:
-        _raise_as_api_error(exc)
+    assignment = service(
+        assignment_id=assignment.pk,
+        clinician=request.user,
+        answers=answers,
+        time_spent_seconds=seconds,
+    )
     return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
 
 
@@ -189,12 +168,9 @@ class FlagApi(APIView):
         assignment = _own_assignment(request, assignment_id)
         serializer = FlagSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            assignment = services.flag_assignment(
-                assignment_id=assignment.pk, clinician=request.user, **serializer.validated_data
-            )
-        except DjangoValidationError as exc:
-            _raise_as_api_error(exc)
+        assignment = services.flag_assignment(
+            assignment_id=assignment.pk, clinician=request.user, **serializer.validated_data
+        )
         return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
 
 
@@ -218,10 +194,7 @@ class MembersApi(APIView):
     @extend_schema(request=MemberSerializer, responses={201: None})
     def post(self, request: Request, study_id: int) -> Response:
         study, user, role = self._parse(request, study_id)
-        try:
-            membership = services.add_member(study=study, user=user, role=role, actor=request.user)
-        except DjangoValidationError as exc:
-            _raise_as_api_error(exc)
+        membership = services.add_member(study=study, user=user, role=role, actor=request.user)
         return Response(
             {"username": user.get_username(), "role": role, "pseudonym": membership.pseudonym},
             status=status.HTTP_201_CREATED,
@@ -230,10 +203,7 @@ class MembersApi(APIView):
     @extend_schema(request=MemberSerializer, responses={204: None})
     def delete(self, request: Request, study_id: int) -> Response:
         study, user, role = self._parse(request, study_id)
-        try:
-            services.remove_member(study=study, user=user, role=role, actor=request.user)
-        except DjangoValidationError as exc:
-            _raise_as_api_error(exc)
+        services.remove_member(study=study, user=user, role=role, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _parse(self, request: Request, study_id: int):
@@ -243,7 +213,7 @@ class MembersApi(APIView):
         serializer = MemberSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         username = serializer.validated_data["username"]
-        user = get_user_model().objects.filter(username=username).first()
+        user = selectors.account_by_username(username=username)
         if user is None:
             raise ValidationError({"username": f"no user {username!r}"})
         return study, user, serializer.validated_data["role"]
@@ -267,7 +237,7 @@ class RatingsExportApi(APIView):
         values = request.query_params.get("values", "latest")
         if values not in ("latest", "first"):
             raise ValidationError({"values": "must be 'latest' or 'first'"})
-        rows = list(dashboard.rating_export_rows(study=study, values=values))
+        rows = list(selectors.rating_export_rows(study=study, values=values))
         return Response(
-            {"study": study.pk, "values": values, "columns": dashboard.EXPORT_COLUMNS, "rows": rows}
+            {"study": study.pk, "values": values, "columns": selectors.EXPORT_COLUMNS, "rows": rows}
         )

@@ -2,14 +2,10 @@
 
 Idempotent: loading twice reuses what exists and adds nothing.
 
-Noise model of the simulated ratings (fixed seed, so every start shows the same data):
-  latent quality q[item, criterion] = mu[model quality] + d[case] + c[criterion]
-      mu = strong 4.3, partial 3.4, weak 2.2;  d[case] ~ N(0, 0.35);
-      c = accuracy 0, completeness -0.2 (the partial/weak outputs omit things), clarity +0.1
-  clinician j's rating = clip(round(q + b[j] + e), 1, 5)
-      b[j] ~ N(0, 0.3) is the clinician's leniency, e ~ N(0, 0.55) is per-rating noise.
-Each clinician submits the first 70% of their own queue (by position) and leaves one draft,
-so the queue page has both done and open work on first start.
+A rating is clip(round(model quality + case effect + criterion offset + the clinician's
+leniency + noise), 1, 5), drawn from a fixed seed so that every start shows the same data
+(the constants below). Each clinician submits the first SUBMITTED_SHARE of their own queue
+and leaves one draft, so the queue page has both done and open work on first start.
 """
 
 from __future__ import annotations
@@ -37,7 +33,11 @@ COORDINATOR = "coordinator"
 CLINICIANS = ("clinician1", "clinician2", "clinician3", "clinician4")
 RESEARCHER = "researcher"
 MODEL_QUALITY_MEAN = {"strong": 4.3, "partial": 3.4, "weak": 2.2}
+# The partial and weak outputs leave things out: completeness scores lower.
 CRITERION_OFFSET = {"accuracy": 0.0, "completeness": -0.2, "clarity": 0.1}
+CASE_SD = 0.35  # standard deviation of a case's effect
+LENIENCY_SD = 0.3  # of a clinician's leniency
+NOISE_SD = 0.55  # of one rating's noise
 SUBMITTED_SHARE = 0.7
 
 
@@ -112,11 +112,11 @@ def _demo_rows(study: RatingStudy) -> list[services.ItemRow]:
 def _simulate_ratings(study: RatingStudy) -> None:
     rng = np.random.default_rng(DEMO_SEED)
     quality_of = {model: q for q, model in DEMO_MODELS.items()}
-    case_effect = dict(enumerate(rng.normal(0, 0.35, size=len(DEMO_CASES)), start=1))
+    case_effect = dict(enumerate(rng.normal(0, CASE_SD, size=len(DEMO_CASES)), start=1))
     User = get_user_model()
     for username in CLINICIANS:
         clinician = User.objects.get(username=username)
-        leniency = rng.normal(0, 0.3)
+        leniency = rng.normal(0, LENIENCY_SD)
         queue = list(
             Assignment.objects.filter(study=study, clinician=clinician)
             .select_related("item")
@@ -132,7 +132,9 @@ def _simulate_ratings(study: RatingStudy) -> None:
             )
             answers = {}
             for key, offset in CRITERION_OFFSET.items():
-                value = int(np.clip(np.rint(base + offset + leniency + rng.normal(0, 0.55)), 1, 5))
+                value = int(
+                    np.clip(np.rint(base + offset + leniency + rng.normal(0, NOISE_SD)), 1, 5)
+                )
                 answers[key] = services.CriterionAnswer(value=value)
             seconds = float(rng.uniform(40, 180))
             if position < n_submit:

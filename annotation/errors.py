@@ -1,9 +1,25 @@
 """The one error type of the annotation app: its message says what is wrong and where."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+
 from medhelm_site.common.errors import DomainError
 
 
-# The ValueError base is transitional: it goes once every view catches AnnotationError (or
-# DomainError) instead of ValueError.
-class AnnotationError(DomainError, ValueError):
-    pass
+class AnnotationError(DomainError):
+    """A request about a rating study that cannot be carried out (see DomainError)."""
+
+
+class AnswersError(AnnotationError):
+    """Several criteria of one set of answers are wrong at once: a rater sees every problem
+    beside its criterion instead of one per attempt."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        first = next(iter(self.errors))
+        message = "; ".join(f"{key}: {reason}" for key, reason in self.errors.items())
+        super().__init__(message, field=first)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {key: [reason] for key, reason in self.errors.items()}

@@ -21,6 +21,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
 def add_to_form(form: forms.Form, error: DomainError) -> None:
     """Show a domain error on the form: on its field when the form has one by that name,
-    else as a form-wide error."""
-    field = error.field if error.field in form.fields else None
-    form.add_error(field, error.message)
+    else as a form-wide error that names the field (e.g. "criteria[1].scale: ...")."""
+    if error.field in form.fields:
+        form.add_error(error.field, error.message)
+    elif error.field:
+        form.add_error(None, f"{error.field}: {error.message}")
+    else:
+        form.add_error(None, error.message)

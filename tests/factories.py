@@ -58,6 +58,14 @@ def item_rows(
     ]
 
 
+# A complete, valid set of answers to MEDHELM_CRITERIA.
+FULL_ANSWERS = {
+    "accuracy": services.CriterionAnswer(value=4),
+    "completeness": services.CriterionAnswer(value=3),
+    "clarity": services.CriterionAnswer(value=5),
+}
+
+
 @dataclass
 class StudyWithMembers:
     study: RatingStudy

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from annotation import selectors, services
 from annotation.access import Role, get_study_for_user
-from annotation.models import RatingStudy
+from annotation.errors import AnnotationError
+from annotation.models import Assignment, RatingStudy, RubricCriterion
 
 
 def _parse_answers(study: RatingStudy, data) -> dict[str, services.CriterionAnswer]:
@@ -22,9 +22,9 @@ def _parse_answers(study: RatingStudy, data) -> dict[str, services.CriterionAnsw
         value: int | None
         try:
             value = int(raw) if raw else None
-        except ValueError:
-            raise ValidationError(
-                {criterion.key: f"value must be a whole number, got {raw!r}"}
+        except ValueError:  # int() of what was typed: the rater's mistake, named at its field
+            raise AnnotationError(
+                f"value must be a whole number, got {raw!r}", field=criterion.key
             ) from None
         answers[criterion.key] = services.CriterionAnswer(
             value=None if cannot else value,
@@ -55,6 +55,7 @@ def resume(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @login_required
 def rate(request: HttpRequest, study_id: int, assignment_id: int) -> HttpResponse:
+    """Show one assignment; a POST submits it and moves on to the next unfinished one."""
     study, _ = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
     )
@@ -63,53 +64,41 @@ def rate(request: HttpRequest, study_id: int, assignment_id: int) -> HttpRespons
     )
     if assignment is None:
         raise Http404("No such item in your queue.")
-    errors: dict[str, list[str]] = {}
-    posted = None
-    if request.method == "POST":
-        posted = request.POST
-        try:
-            answers = _parse_answers(study, request.POST)
-            services.submit_assignment(
-                assignment_id=assignment.pk,
-                clinician=request.user,
-                answers=answers,
-                time_spent_seconds=_seconds(request.POST),
-            )
-        except ValidationError as exc:
-            errors = exc.message_dict
-        else:
-            position = selectors.queue_position(assignment=assignment)
-            if position.next_unfinished_id:
-                return redirect(
-                    "annotation:rate", study_id=study.pk, assignment_id=position.next_unfinished_id
-                )
-            return redirect(reverse("annotation:queue", kwargs={"study_id": study.pk}) + "?done=1")
+    if request.method != "POST":
+        return _rating_page(request, study, assignment)
+    try:
+        services.submit_assignment(
+            assignment_id=assignment.pk,
+            clinician=request.user,
+            answers=_parse_answers(study, request.POST),
+            time_spent_seconds=_seconds(request.POST),
+        )
+    except AnnotationError as exc:
         assignment.refresh_from_db()
+        return _rating_page(request, study, assignment, posted=request.POST, errors=exc.as_dict())
+    position = selectors.queue_position(assignment=assignment)
+    if position.next_unfinished_id:
+        return redirect(
+            "annotation:rate", study_id=study.pk, assignment_id=position.next_unfinished_id
+        )
+    return redirect(reverse("annotation:queue", kwargs={"study_id": study.pk}) + "?done=1")
+
+
+def _rating_page(
+    request: HttpRequest,
+    study: RatingStudy,
+    assignment: Assignment,
+    *,
+    posted: QueryDict | None = None,
+    errors: dict[str, list[str]] | None = None,
+) -> HttpResponse:
+    """The page for one assignment; after a refused submit it shows what was posted, with
+    each error beside its criterion (400)."""
+    errors = errors or {}
     view = selectors.rater_item(assignment=assignment)
     criteria = list(study.criteria.all())
-    rows = []
-    for c in criteria:
-        saved = view.answers.get(c.key, {})
-        if posted is not None:
-            saved = {
-                "value": posted.get(f"c-{c.key}", ""),
-                "cannot_assess": posted.get(f"c-{c.key}-na") in ("on", "1", "true"),
-                "comment": posted.get(f"c-{c.key}-comment", ""),
-            }
-        rows.append(
-            {
-                "criterion": c,
-                "points": [
-                    {"value": p, "anchor": c.anchors.get(str(p), "")}
-                    for p in range(c.scale_min, c.scale_max + 1)
-                ],
-                "value": "" if saved.get("value") in (None, "") else str(saved["value"]),
-                "cannot_assess": bool(saved.get("cannot_assess")),
-                "comment": saved.get("comment", ""),
-                "errors": errors.get(c.key, []),
-            }
-        )
-    other_errors = {k: v for k, v in errors.items() if k not in {c.key for c in criteria}}
+    rows = [_criterion_row(c, view.answers.get(c.key, {}), posted, errors) for c in criteria]
+    keys = {c.key for c in criteria}
     return render(
         request,
         "annotation/rate.html",
@@ -118,8 +107,36 @@ def rate(request: HttpRequest, study_id: int, assignment_id: int) -> HttpRespons
             "item": view,
             "rows": rows,
             "position": selectors.queue_position(assignment=assignment),
-            "other_errors": other_errors,
+            "other_errors": {k: v for k, v in errors.items() if k not in keys},
             "locked": study.is_locked,
         },
         status=400 if errors else 200,
     )
+
+
+def _criterion_row(
+    criterion: RubricCriterion,
+    saved: dict[str, object],
+    posted: QueryDict | None,
+    errors: dict[str, list[str]],
+) -> dict[str, object]:
+    """One criterion of the form: its scale points with anchors, and the value to show (the
+    posted one after a refused submit, else the saved one)."""
+    key = criterion.key
+    if posted is not None:
+        saved = {
+            "value": posted.get(f"c-{key}", ""),
+            "cannot_assess": posted.get(f"c-{key}-na") in ("on", "1", "true"),
+            "comment": posted.get(f"c-{key}-comment", ""),
+        }
+    return {
+        "criterion": criterion,
+        "points": [
+            {"value": p, "anchor": criterion.anchors.get(str(p), "")}
+            for p in range(criterion.scale_min, criterion.scale_max + 1)
+        ],
+        "value": "" if saved.get("value") in (None, "") else str(saved["value"]),
+        "cannot_assess": bool(saved.get("cannot_assess")),
+        "comment": saved.get("comment", ""),
+        "errors": errors.get(key, []),
+    }

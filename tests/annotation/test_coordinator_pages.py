@@ -10,10 +10,9 @@ from django.contrib.auth.models import Permission
 
 from annotation import services
 from annotation.models import Assignment, AuditEvent, RatingStudy, StudyMembership
-from tests.factories import UserFactory, make_study_with_members
+from tests.factories import FULL_ANSWERS, UserFactory, make_study_with_members
 
 A = services.CriterionAnswer
-FULL = {"accuracy": A(value=4), "completeness": A(value=3), "clarity": A(value=5)}
 
 
 def criteria_post(rows):
@@ -146,10 +145,10 @@ def test_csv_export_is_long_format_with_first_or_latest_values(client):
     clinician = setup.clinicians[0]
     a = Assignment.objects.filter(clinician=clinician).first()
     services.submit_assignment(
-        assignment_id=a.pk, clinician=clinician, answers=FULL, time_spent_seconds=20
+        assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS, time_spent_seconds=20
     )
     services.submit_assignment(
-        assignment_id=a.pk, clinician=clinician, answers={**FULL, "clarity": A(value=1)}
+        assignment_id=a.pk, clinician=clinician, answers={**FULL_ANSWERS, "clarity": A(value=1)}
     )
     client.force_login(setup.researcher)
     latest = list(
@@ -192,7 +191,7 @@ def test_dashboard_shows_progress_gaps_and_flags(client):
     setup = make_study_with_members(n_items=4, n_clinicians=2, k=2)
     clinician = setup.clinicians[0]
     a = Assignment.objects.filter(clinician=clinician).first()
-    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL)
+    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS)
     services.flag_assignment(
         assignment_id=a.pk,
         clinician=clinician,
@@ -207,3 +206,15 @@ def test_dashboard_shows_progress_gaps_and_flags(client):
     client.force_login(setup.researcher)
     body = client.get(f"/studies/{setup.study.pk}/").content.decode()
     assert clinician.username not in body  # researchers see pseudonyms only
+
+
+@pytest.mark.django_db
+def test_a_design_that_cannot_be_built_is_shown_as_a_message(client):
+    setup = make_study_with_members(n_items=2, n_clinicians=2, k=2)
+    services.update_study(
+        study=setup.study, actor=setup.coordinator, changes={"ratings_per_item": 3}
+    )
+    client.force_login(setup.coordinator)
+    response = client.post(f"/studies/{setup.study.pk}/assign/", follow=True)
+    assert response.status_code == 200
+    assert "k=3 ratings per item needs at least 3 raters" in response.content.decode()

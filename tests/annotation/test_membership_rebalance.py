@@ -8,10 +8,9 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, StudyMembership
-from tests.factories import UserFactory, make_study_with_members
+from tests.factories import FULL_ANSWERS, UserFactory, make_study_with_members
 
 A = services.CriterionAnswer
-FULL = {"accuracy": A(value=4), "completeness": A(value=3), "clarity": A(value=5)}
 
 
 def live(study):
@@ -27,7 +26,7 @@ def test_a_new_clinician_gets_a_share_and_started_work_stays():
     setup = make_study_with_members(n_items=12, n_clinicians=3, k=2)
     first = setup.clinicians[0]
     started = list(Assignment.objects.filter(clinician=first).order_by("position")[:3])
-    services.submit_assignment(assignment_id=started[0].pk, clinician=first, answers=FULL)
+    services.submit_assignment(assignment_id=started[0].pk, clinician=first, answers=FULL_ANSWERS)
     services.save_draft(
         assignment_id=started[1].pk, clinician=first, answers={"accuracy": A(value=2)}
     )
@@ -56,7 +55,7 @@ def test_a_leaving_clinician_keeps_submitted_ratings_and_hands_over_the_rest():
     setup = make_study_with_members(n_items=12, n_clinicians=4, k=2)
     leaver = setup.clinicians[0]
     mine = list(Assignment.objects.filter(clinician=leaver).order_by("position"))
-    services.submit_assignment(assignment_id=mine[0].pk, clinician=leaver, answers=FULL)
+    services.submit_assignment(assignment_id=mine[0].pk, clinician=leaver, answers=FULL_ANSWERS)
     services.save_draft(
         assignment_id=mine[1].pk, clinician=leaver, answers={"accuracy": A(value=2)}
     )

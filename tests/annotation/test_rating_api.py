@@ -6,18 +6,12 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import Assignment, Rating
-from tests.factories import make_study_with_members
 
 FULL = {
     "accuracy": {"value": 4},
     "completeness": {"value": 3},
     "clarity": {"value": 5, "comment": "clear"},
 }
-
-
-@pytest.fixture
-def setup(db):
-    return make_study_with_members(n_items=6, n_clinicians=3, k=2)
 
 
 def api_for(user) -> APIClient:

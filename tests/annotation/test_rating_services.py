@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from django.core.exceptions import ValidationError
 
 from annotation import services
+from annotation.errors import AnnotationError
 from annotation.models import Assignment, AuditEvent, Rating
-from tests.factories import make_study_with_members
+from tests.factories import FULL_ANSWERS, make_study_with_members
 
 A = services.CriterionAnswer
-FULL = {"accuracy": A(value=4), "completeness": A(value=3), "clarity": A(value=5)}
-
-
-@pytest.fixture
-def setup(db):
-    return make_study_with_members(n_items=6, n_clinicians=3, k=2)
 
 
 def first_assignment(setup, clinician_index=0) -> Assignment:
@@ -29,7 +23,10 @@ def first_assignment(setup, clinician_index=0) -> Assignment:
 def test_submit_stores_one_rating_per_criterion_with_first_values(setup):
     a = first_assignment(setup)
     services.submit_assignment(
-        assignment_id=a.pk, clinician=setup.clinicians[0], answers=FULL, time_spent_seconds=42
+        assignment_id=a.pk,
+        clinician=setup.clinicians[0],
+        answers=FULL_ANSWERS,
+        time_spent_seconds=42,
     )
     a.refresh_from_db()
     assert (
@@ -47,7 +44,9 @@ def test_submit_stores_one_rating_per_criterion_with_first_values(setup):
 def test_submitting_the_same_answers_again_changes_nothing(setup):
     a = first_assignment(setup)
     for _ in range(3):
-        services.submit_assignment(assignment_id=a.pk, clinician=setup.clinicians[0], answers=FULL)
+        services.submit_assignment(
+            assignment_id=a.pk, clinician=setup.clinicians[0], answers=FULL_ANSWERS
+        )
     assert Rating.objects.filter(assignment=a).count() == 3
     assert AuditEvent.objects.filter(action="rating.revise").count() == 0
     assert AuditEvent.objects.filter(action="rating.submit").count() == 3  # one per criterion, once
@@ -56,11 +55,11 @@ def test_submitting_the_same_answers_again_changes_nothing(setup):
 def test_a_revision_keeps_the_first_value_and_writes_an_audit_row(setup):
     a = first_assignment(setup)
     clinician = setup.clinicians[0]
-    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL)
+    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS)
     services.submit_assignment(
         assignment_id=a.pk,
         clinician=clinician,
-        answers={**FULL, "accuracy": A(value=2, comment="missed a dose error")},
+        answers={**FULL_ANSWERS, "accuracy": A(value=2, comment="missed a dose error")},
     )
     r = Rating.objects.get(assignment=a, criterion__key="accuracy")
     assert (r.first_value, r.value, r.comment) == (4, 2, "missed a dose error")
@@ -85,7 +84,7 @@ def test_a_draft_saves_partial_answers_and_marks_the_assignment_started(setup):
 def test_a_draft_never_overwrites_submitted_values(setup):
     a = first_assignment(setup)
     clinician = setup.clinicians[0]
-    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL)
+    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS)
     services.save_draft(assignment_id=a.pk, clinician=clinician, answers={"accuracy": A(value=1)})
     assert Rating.objects.get(assignment=a, criterion__key="accuracy").value == 4
     assert Assignment.objects.get(pk=a.pk).status == "submitted"
@@ -94,58 +93,64 @@ def test_a_draft_never_overwrites_submitted_values(setup):
 @pytest.mark.parametrize(
     "answers,field,message",
     [
-        ({**FULL, "accuracy": A(value=6)}, "accuracy", "outside the scale 1..5"),
-        ({**FULL, "accuracy": A(value=0)}, "accuracy", "outside the scale 1..5"),
-        ({**FULL, "accuracy": A(value=3.5)}, "accuracy", "whole number"),
-        ({**FULL, "accuracy": A(value="4")}, "accuracy", "whole number"),
-        ({**FULL, "accuracy": A(value=True)}, "accuracy", "whole number"),
-        ({**FULL, "safety": A(value=3)}, "safety", "unknown criterion 'safety'"),
+        ({**FULL_ANSWERS, "accuracy": A(value=6)}, "accuracy", "outside the scale 1..5"),
+        ({**FULL_ANSWERS, "accuracy": A(value=0)}, "accuracy", "outside the scale 1..5"),
+        ({**FULL_ANSWERS, "accuracy": A(value=3.5)}, "accuracy", "whole number"),
+        ({**FULL_ANSWERS, "accuracy": A(value="4")}, "accuracy", "whole number"),
+        ({**FULL_ANSWERS, "accuracy": A(value=True)}, "accuracy", "whole number"),
+        ({**FULL_ANSWERS, "safety": A(value=3)}, "safety", "unknown criterion 'safety'"),
         ({"accuracy": A(value=3)}, "clarity", "missing"),
-        ({**FULL, "accuracy": A(cannot_assess=True)}, "accuracy", "does not allow 'cannot assess'"),
+        (
+            {**FULL_ANSWERS, "accuracy": A(cannot_assess=True)},
+            "accuracy",
+            "does not allow 'cannot assess'",
+        ),
     ],
 )
 def test_bad_answers_are_refused_naming_the_field_and_nothing_is_saved(
     setup, answers, field, message
 ):
     a = first_assignment(setup)
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(AnnotationError) as info:
         services.submit_assignment(
             assignment_id=a.pk, clinician=setup.clinicians[0], answers=answers
         )
-    assert field in info.value.message_dict
-    assert message in " ".join(info.value.message_dict[field])
+    assert field in info.value.as_dict()
+    assert message in " ".join(info.value.as_dict()[field])
     assert not Rating.objects.filter(assignment=a).exists()
     assert Assignment.objects.get(pk=a.pk).status == "pending"
 
 
 def test_an_item_not_assigned_to_you_is_refused(setup):
     theirs = first_assignment(setup, clinician_index=1)
-    with pytest.raises(ValidationError, match="not assigned to you"):
+    with pytest.raises(AnnotationError, match="not assigned to you"):
         services.submit_assignment(
-            assignment_id=theirs.pk, clinician=setup.clinicians[0], answers=FULL
+            assignment_id=theirs.pk, clinician=setup.clinicians[0], answers=FULL_ANSWERS
         )
-    with pytest.raises(ValidationError, match="not assigned to you"):
-        services.save_draft(assignment_id=theirs.pk, clinician=setup.clinicians[0], answers=FULL)
+    with pytest.raises(AnnotationError, match="not assigned to you"):
+        services.save_draft(
+            assignment_id=theirs.pk, clinician=setup.clinicians[0], answers=FULL_ANSWERS
+        )
     assert not Rating.objects.exists()
 
 
 def test_a_locked_study_refuses_changes_and_unlocking_allows_them_again(setup):
     a = first_assignment(setup)
     clinician = setup.clinicians[0]
-    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL)
+    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS)
     services.set_study_lock(study=setup.study, locked=True, actor=setup.coordinator)
-    with pytest.raises(ValidationError, match="locked"):
+    with pytest.raises(AnnotationError, match="locked"):
         services.submit_assignment(
-            assignment_id=a.pk, clinician=clinician, answers={**FULL, "clarity": A(value=1)}
+            assignment_id=a.pk, clinician=clinician, answers={**FULL_ANSWERS, "clarity": A(value=1)}
         )
-    with pytest.raises(ValidationError, match="locked"):
+    with pytest.raises(AnnotationError, match="locked"):
         services.save_draft(
             assignment_id=a.pk, clinician=clinician, answers={"clarity": A(value=1)}
         )
     assert Rating.objects.get(assignment=a, criterion__key="clarity").value == 5
     services.set_study_lock(study=setup.study, locked=False, actor=setup.coordinator)
     services.submit_assignment(
-        assignment_id=a.pk, clinician=clinician, answers={**FULL, "clarity": A(value=1)}
+        assignment_id=a.pk, clinician=clinician, answers={**FULL_ANSWERS, "clarity": A(value=1)}
     )
     assert Rating.objects.get(assignment=a, criterion__key="clarity").value == 1
     assert list(
@@ -156,8 +161,8 @@ def test_a_locked_study_refuses_changes_and_unlocking_allows_them_again(setup):
 def test_comment_required_for_low_scores(db):
     setup = make_study_with_members(comment_required_at_or_below=2)
     a = first_assignment(setup)
-    low = {**FULL, "accuracy": A(value=2)}
-    with pytest.raises(ValidationError, match="comment is required"):
+    low = {**FULL_ANSWERS, "accuracy": A(value=2)}
+    with pytest.raises(AnnotationError, match="comment is required"):
         services.submit_assignment(assignment_id=a.pk, clinician=setup.clinicians[0], answers=low)
     services.submit_assignment(
         assignment_id=a.pk,
@@ -177,21 +182,21 @@ def test_cannot_assess_where_the_criterion_allows_it(db):
     services.submit_assignment(
         assignment_id=a.pk,
         clinician=setup.clinicians[0],
-        answers={**FULL, "clarity": A(cannot_assess=True)},
+        answers={**FULL_ANSWERS, "clarity": A(cannot_assess=True)},
     )
     r = Rating.objects.get(assignment=a, criterion__key="clarity")
     assert r.cannot_assess and r.value is None
-    with pytest.raises(ValidationError, match="either a value or 'cannot assess'"):
+    with pytest.raises(AnnotationError, match="either a value or 'cannot assess'"):
         services.submit_assignment(
             assignment_id=a.pk,
             clinician=setup.clinicians[0],
-            answers={**FULL, "clarity": A(value=3, cannot_assess=True)},
+            answers={**FULL_ANSWERS, "clarity": A(value=3, cannot_assess=True)},
         )
 
 
 def test_flag_needs_a_reason_and_is_audited(setup):
     a = first_assignment(setup)
-    with pytest.raises(ValidationError, match="say why"):
+    with pytest.raises(AnnotationError, match="say why"):
         services.flag_assignment(
             assignment_id=a.pk, clinician=setup.clinicians[0], flagged=True, reason=" "
         )
@@ -207,10 +212,12 @@ def test_scales_freeze_once_ratings_exist(setup):
     from tests.factories import MEDHELM_CRITERIA
 
     a = first_assignment(setup)
-    services.submit_assignment(assignment_id=a.pk, clinician=setup.clinicians[0], answers=FULL)
+    services.submit_assignment(
+        assignment_id=a.pk, clinician=setup.clinicians[0], answers=FULL_ANSWERS
+    )
     wider = [dict(c) for c in MEDHELM_CRITERIA]
     wider[0]["scale_max"] = 7
-    with pytest.raises(ValidationError, match="scale cannot change"):
+    with pytest.raises(AnnotationError, match="scale cannot change"):
         services.update_study(
             study=setup.study, actor=setup.coordinator, changes={}, criteria=wider
         )

@@ -45,3 +45,34 @@ def page(browser):
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+@pytest.fixture
+def keyboard_study(transactional_db):
+    """The rating page's study: RATER's queue of eight items (tests/e2e/factories.py)."""
+    from tests.e2e.factories import make_keyboard_study
+
+    return make_keyboard_study()
+
+
+@pytest.fixture
+def new_context(browser):
+    """Fresh browser contexts (own cookies and localStorage), all closed at the end."""
+    import contextlib
+
+    from playwright.sync_api import Error
+
+    from tests.support.rating_page import TIMEOUT_MS
+
+    made = []
+
+    def make():
+        context = browser.new_context()
+        context.set_default_timeout(TIMEOUT_MS)
+        made.append(context)
+        return context
+
+    yield make
+    for context in made:
+        with contextlib.suppress(Error):  # closed by the test already
+            context.close()

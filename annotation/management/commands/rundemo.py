@@ -15,6 +15,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+# `python -m celery` followed by these: the site's worker, two processes, named for the demo.
+WORKER_ARGS = ("-A", "medhelm_site", "worker", "--loglevel", "INFO", "--concurrency", "2")
+WORKER_NAME = ("--hostname", "demo@%h")
+
 
 class Command(BaseCommand):
     help = "Run the demo: web server and Celery worker on the embedded defaults, with demo data."
@@ -28,63 +32,62 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         for loader in settings.MEDHELM_DEMO_LOADERS:
             call_command(loader)
-        children: list[subprocess.Popen] = []
-        python = sys.executable
-        if not no_worker:
-            children.append(
-                subprocess.Popen(
-                    [
-                        python,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "medhelm_site",
-                        "worker",
-                        "--loglevel",
-                        "INFO",
-                        "--concurrency",
-                        "2",
-                        "--hostname",
-                        "demo@%h",
-                    ]
-                )
-            )
-        children.append(
-            subprocess.Popen(
-                [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
-                cwd=settings.BASE_DIR,
-            )
-        )
+        children = _start(host=host, port=port, worker=not no_worker)
         self.stdout.write(
             self.style.SUCCESS(f"\nmedhelm-studio is starting at http://{host}:{port}/")
         )
         self.stdout.write(f"Database: {settings.DATABASES['default']['NAME']}")
         self.stdout.write(f"Celery broker: {settings.CELERY_BROKER_URL}")
         self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
-
-        stopping = False
-
-        def stop(*_args) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        while not stopping and all(c.poll() is None for c in children):
-            time.sleep(0.3)
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for child in children:
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.kill()
+        stopped_by_signal = _wait_for_signal_or_exit(children)
+        _stop(children)
         failed = [
             c.args[:4] for c in children if c.returncode not in (0, -signal.SIGTERM, -signal.SIGINT)
         ]
-        if failed and not stopping:
+        if failed and not stopped_by_signal:
             self.stderr.write(f"A process stopped unexpectedly: {failed}")
             sys.exit(1)
         self.stdout.write("Stopped.")
+
+
+def _start(*, host: str, port: str, worker: bool) -> list[subprocess.Popen]:
+    """The Celery worker (unless left out) and the development web server."""
+    children: list[subprocess.Popen] = []
+    python = sys.executable
+    if worker:
+        children.append(subprocess.Popen([python, "-m", "celery", *WORKER_ARGS, *WORKER_NAME]))
+    children.append(
+        subprocess.Popen(
+            [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
+            cwd=settings.BASE_DIR,
+        )
+    )
+    return children
+
+
+def _wait_for_signal_or_exit(children: list[subprocess.Popen]) -> bool:
+    """Wait for Ctrl-C (or SIGTERM) or for a child to exit; True when a signal came."""
+    stopping = False
+
+    def stop(*_args) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    while not stopping and all(c.poll() is None for c in children):
+        time.sleep(0.3)
+    return stopping
+
+
+def _stop(children: list[subprocess.Popen], *, grace_seconds: float = 15) -> None:
+    """SIGTERM every child still running; kill those not gone within the grace period."""
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()

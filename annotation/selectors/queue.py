@@ -1,4 +1,7 @@
-"""Reads for rating studies. Nothing here returns a model name to a clinician-facing caller."""
+"""Reads for the clinician: their queues, one assignment as a rater sees it, where it sits.
+
+Nothing here returns a model name to a clinician-facing caller.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +10,8 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
 
-from annotation.models import Assignment, RatingStudy, StudyMembership
-
-Role = StudyMembership.Role
-
-
-def roles_in_study(*, user: AbstractBaseUser, study: RatingStudy) -> set[str]:
-    if not user.is_authenticated:
-        return set()
-    return set(
-        StudyMembership.objects.filter(study=study, user=user, is_active=True).values_list(
-            "role", flat=True
-        )
-    )
-
-
-def studies_for(*, user: AbstractBaseUser, role: str) -> QuerySet[RatingStudy]:
-    return RatingStudy.objects.filter(
-        memberships__user=user, memberships__role=role, memberships__is_active=True
-    ).order_by("-created_at", "id")
+from annotation.models import Assignment, RatingStudy
+from annotation.selectors.studies import Role, studies_for
 
 
 @dataclass(frozen=True)
@@ -99,41 +85,6 @@ def clinician_queue(*, study: RatingStudy, user: AbstractBaseUser) -> QuerySet[A
 
 
 @dataclass(frozen=True)
-class StudyProgress:
-    items: int
-    assignments: int
-    submitted: int
-    in_progress: int
-    clinicians: int
-
-    @property
-    def percent_done(self) -> int:
-        return round(100 * self.submitted / self.assignments) if self.assignments else 0
-
-
-def study_progress(*, study: RatingStudy) -> StudyProgress:
-    agg = (
-        Assignment.objects.filter(study=study)
-        .exclude(status=Assignment.Status.WITHDRAWN)
-        .aggregate(
-            assignments=Count("id"),
-            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-            in_progress=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),
-        )
-    )
-    return StudyProgress(
-        items=study.items.count(),
-        assignments=agg["assignments"],
-        submitted=agg["submitted"],
-        in_progress=agg["in_progress"],
-        clinicians=study.memberships.filter(role=Role.CLINICIAN, is_active=True).count(),
-    )
-
-
-# --- the rater's view of one assignment -----------------------------------------------------
-
-
-@dataclass(frozen=True)
 class RaterItem:
     """Everything a clinician may see about one assignment, and nothing more: no model name,
     no other clinician's rating, no machine score."""
@@ -184,6 +135,17 @@ def own_assignment(
         Assignment.objects.filter(pk=assignment_id, study=study, clinician=user)
         .exclude(status=Assignment.Status.WITHDRAWN)
         .select_related("item", "item__taxonomy_node", "study")
+        .first()
+    )
+
+
+def clinician_assignment(*, user: AbstractBaseUser, assignment_id: int) -> Assignment | None:
+    """The user's own (not withdrawn) assignment in whatever study, with its study and item;
+    the caller still checks that the user is an active clinician of that study."""
+    return (
+        Assignment.objects.filter(pk=assignment_id, clinician=user)
+        .exclude(status=Assignment.Status.WITHDRAWN)
+        .select_related("study", "item", "item__taxonomy_node")
         .first()
     )
 

@@ -1,0 +1,77 @@
+"""Reads for rating studies, one module per sub-domain: studies (roles, progress), members,
+the clinician's queue, the dashboard and the ratings export.
+
+Callers use `from annotation import selectors; selectors.x(...)`.
+"""
+
+from annotation.selectors.dashboard import (
+    ClinicianProgress,
+    FlaggedItem,
+    ShortItem,
+    flagged_items,
+    items_short_of_k,
+    median_seconds_per_item,
+    progress_by_clinician,
+)
+from annotation.selectors.exports import EXPORT_COLUMNS, ValueChoice, rating_export_rows
+from annotation.selectors.members import (
+    account_by_username,
+    account_named,
+    study_member,
+    study_members,
+)
+from annotation.selectors.queue import (
+    QueuePosition,
+    QueueProgress,
+    RaterItem,
+    clinician_assignment,
+    clinician_progress,
+    clinician_queue,
+    own_assignment,
+    queue_position,
+    rater_item,
+    resume_point,
+)
+from annotation.selectors.studies import (
+    Role,
+    StudyProgress,
+    roles_in_study,
+    studies_for,
+    studies_with_any_role,
+    study_items,
+    study_progress,
+)
+
+__all__ = [
+    "EXPORT_COLUMNS",
+    "ClinicianProgress",
+    "FlaggedItem",
+    "QueuePosition",
+    "QueueProgress",
+    "RaterItem",
+    "Role",
+    "ShortItem",
+    "StudyProgress",
+    "ValueChoice",
+    "account_by_username",
+    "account_named",
+    "clinician_assignment",
+    "clinician_progress",
+    "clinician_queue",
+    "flagged_items",
+    "items_short_of_k",
+    "median_seconds_per_item",
+    "own_assignment",
+    "progress_by_clinician",
+    "queue_position",
+    "rater_item",
+    "rating_export_rows",
+    "resume_point",
+    "roles_in_study",
+    "studies_for",
+    "studies_with_any_role",
+    "study_items",
+    "study_member",
+    "study_members",
+    "study_progress",
+]

@@ -1,0 +1,49 @@
+"""Writes for rating studies, one module per sub-domain: studies (set-up, settings, lock),
+membership, items, assignment and ratings.
+
+Every function takes keyword-only arguments, runs in one transaction and writes an audit row
+for each user-facing change. Callers use `from annotation import services; services.x(...)`.
+"""
+
+from annotation.services.assignment import assign_items
+from annotation.services.items import ItemRow, ItemsCreated, create_items, taxonomy_node_for
+from annotation.services.membership import PSEUDONYM_PREFIX, add_member, remove_member
+from annotation.services.ratings import (
+    CriterionAnswer,
+    flag_assignment,
+    save_draft,
+    submit_assignment,
+)
+from annotation.services.studies import (
+    CRITERION_FIELDS,
+    MEDHELM_RUBRIC_FIXTURE,
+    STUDY_SETTINGS,
+    create_study,
+    ensure_medhelm_rubric_template,
+    set_study_lock,
+    update_study,
+    validate_criteria,
+)
+
+__all__ = [
+    "CRITERION_FIELDS",
+    "MEDHELM_RUBRIC_FIXTURE",
+    "PSEUDONYM_PREFIX",
+    "STUDY_SETTINGS",
+    "CriterionAnswer",
+    "ItemRow",
+    "ItemsCreated",
+    "add_member",
+    "assign_items",
+    "create_items",
+    "create_study",
+    "ensure_medhelm_rubric_template",
+    "flag_assignment",
+    "remove_member",
+    "save_draft",
+    "set_study_lock",
+    "submit_assignment",
+    "taxonomy_node_for",
+    "update_study",
+    "validate_criteria",
+]

@@ -1,0 +1,120 @@
+"""Writes for study membership: roles, pseudonyms, and the rebalance a clinician's arrival or
+departure sets off."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, Q
+
+from annotation import audit
+from annotation.errors import AnnotationError
+from annotation.models import Assignment, Item, RatingStudy, StudyMembership
+from annotation.services.assignment import assign_items
+
+PSEUDONYM_PREFIX = {
+    StudyMembership.Role.CLINICIAN: "R",
+    StudyMembership.Role.COORDINATOR: "C",
+    StudyMembership.Role.RESEARCHER: "S",
+}
+
+
+@transaction.atomic
+def add_member(
+    *, study: RatingStudy, user: AbstractBaseUser, role: str, actor: AbstractBaseUser | None
+) -> StudyMembership:
+    """Give a user a role in a study, with a pseudonym stable for the life of the study.
+
+    Adding an existing member again reactivates them and keeps their pseudonym.
+    """
+    if role not in StudyMembership.Role.values:
+        raise AnnotationError(f"unknown role {role!r}", field="role")
+    existing = (
+        StudyMembership.objects.select_for_update()
+        .filter(study=study, user=user, role=role)
+        .first()
+    )
+    if existing is not None:
+        if not existing.is_active:
+            existing.is_active = True
+            existing.save(update_fields=["is_active"])
+            if role == StudyMembership.Role.CLINICIAN:
+                _restore_withdrawn_drafts(study=study, user=user)
+            audit.record(actor=actor, action="membership.reactivate", target=existing, study=study)
+            _rebalance_if_assigned(study=study, role=role, actor=actor)
+        return existing
+    prefix = PSEUDONYM_PREFIX[role]
+    taken = StudyMembership.objects.filter(study=study, role=role).count()
+    membership = StudyMembership.objects.create(
+        study=study, user=user, role=role, pseudonym=f"{prefix}{taken + 1:02d}"
+    )
+    audit.record(
+        actor=actor,
+        action="membership.add",
+        target=membership,
+        study=study,
+        after={"user_id": user.pk, "role": role, "pseudonym": membership.pseudonym},
+    )
+    _rebalance_if_assigned(study=study, role=role, actor=actor)
+    return membership
+
+
+def _restore_withdrawn_drafts(*, study: RatingStudy, user: AbstractBaseUser) -> None:
+    """A returning clinician gets back the drafts they left, where the item still lacks raters."""
+    k = study.ratings_per_item
+    active = Count("assignments", filter=~Q(assignments__status=Assignment.Status.WITHDRAWN))
+    short = Item.objects.filter(study=study).annotate(n=active).filter(n__lt=k).values("pk")
+    Assignment.objects.filter(
+        study=study, clinician=user, status=Assignment.Status.WITHDRAWN, item__in=short
+    ).update(status=Assignment.Status.IN_PROGRESS)
+
+
+def _rebalance_if_assigned(
+    *, study: RatingStudy, role: str, actor: AbstractBaseUser | None
+) -> None:
+    """A clinician joining or leaving a study already under way gets a share of unstarted work."""
+    if (
+        role == StudyMembership.Role.CLINICIAN
+        and study.assignments.exists()
+        and not study.is_locked
+    ):
+        assign_items(study=study, actor=actor)
+
+
+@transaction.atomic
+def remove_member(
+    *, study: RatingStudy, user: AbstractBaseUser, role: str, actor: AbstractBaseUser
+) -> None:
+    """Deactivate a member. A clinician's unstarted work is dealt to the others; what they
+    started or submitted stays theirs (and counts)."""
+    membership = (
+        StudyMembership.objects.select_for_update()
+        .filter(study=study, user=user, role=role)
+        .first()
+    )
+    if membership is None or not membership.is_active:
+        raise AnnotationError("this user does not hold that role in the study", field="member")
+    if (
+        role == StudyMembership.Role.COORDINATOR
+        and not StudyMembership.objects.filter(study=study, role=role, is_active=True)
+        .exclude(pk=membership.pk)
+        .exists()
+    ):
+        raise AnnotationError("a study needs at least one coordinator", field="member")
+    membership.is_active = False
+    membership.save(update_fields=["is_active"])
+    audit.record(
+        actor=actor,
+        action="membership.remove",
+        target=membership,
+        study=study,
+        before={"user_id": user.pk, "role": role, "pseudonym": membership.pseudonym},
+    )
+    if role == StudyMembership.Role.CLINICIAN:
+        # Their submitted ratings stay and count; a draft they will never finish does not.
+        Assignment.objects.filter(
+            study=study,
+            clinician=user,
+            status__in=[Assignment.Status.PENDING, Assignment.Status.IN_PROGRESS],
+        ).update(status=Assignment.Status.WITHDRAWN)
+        _rebalance_if_assigned(study=study, role=role, actor=actor)

@@ -1,0 +1,276 @@
+"""Writes of a clinician's work: drafts, submissions and revisions of ratings, and flags.
+
+Every changed value of a submitted rating writes an audit row (old, new, who).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotation import audit
+from annotation.errors import AnnotationError, AnswersError
+from annotation.models import Assignment, AuditEvent, Rating, RatingStudy, RubricCriterion
+
+
+@dataclass(frozen=True)
+class CriterionAnswer:
+    value: int | None = None
+    cannot_assess: bool = False
+    comment: str = ""
+
+
+def _check_answers(
+    *, study: RatingStudy, answers: Mapping[str, CriterionAnswer], complete: bool
+) -> dict[str, RubricCriterion]:
+    criteria = {c.key: c for c in study.criteria.all()}
+    errors: dict[str, str] = {}
+    for key, answer in answers.items():
+        criterion = criteria.get(key)
+        if criterion is None:
+            errors[key] = f"unknown criterion {key!r}; this study has {sorted(criteria)}"
+            continue
+        if answer.cannot_assess:
+            if not criterion.allow_cannot_assess:
+                errors[key] = "this criterion does not allow 'cannot assess'"
+            elif answer.value is not None:
+                errors[key] = "give either a value or 'cannot assess', not both"
+            continue
+        if answer.value is None:
+            if complete:
+                errors[key] = "a value is required to submit"
+            continue
+        if isinstance(answer.value, bool) or not isinstance(answer.value, int):
+            errors[key] = f"value must be a whole number, got {answer.value!r}"
+        elif not criterion.scale_min <= answer.value <= criterion.scale_max:
+            errors[key] = (
+                f"value {answer.value} is outside the scale {criterion.scale_min}..{criterion.scale_max}"
+            )
+        elif (
+            complete
+            and study.comment_required_at_or_below is not None
+            and answer.value <= study.comment_required_at_or_below
+            and not answer.comment.strip()
+        ):
+            errors[key] = (
+                f"a comment is required for a score of {study.comment_required_at_or_below} or lower"
+            )
+    if complete:
+        for key in criteria:
+            if key not in answers:
+                errors.setdefault(key, "missing: every criterion needs a value to submit")
+    if errors:
+        raise AnswersError(errors)
+    return criteria
+
+
+def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignment:
+    """Lock the assignment row (only it: concurrent submits of other assignments must not
+    queue behind one study row) and read the study's lock under a share lock, so that a
+    submit cannot commit after the study was locked."""
+    assignment = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("study")
+        .filter(pk=assignment_id)
+        .first()
+    )
+    if assignment is None or assignment.clinician_id != clinician.pk:
+        raise AnnotationError("this item is not assigned to you", field="assignment")
+    if assignment.status == Assignment.Status.WITHDRAWN:
+        raise AnnotationError("this assignment was withdrawn", field="assignment")
+    if _study_locked(assignment.study_id):
+        raise AnnotationError("the study is locked; ratings can no longer change", field="study")
+    return assignment
+
+
+def _study_locked(study_id: int) -> bool:
+    if connection.vendor == "postgresql":
+        # FOR SHARE: many submits hold it at once; set_study_lock's FOR UPDATE waits for them.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT locked_at FROM annotation_ratingstudy WHERE id = %s FOR SHARE", [study_id]
+            )
+            row = cursor.fetchone()
+        return row is not None and row[0] is not None
+    # SQLite serialises writing transactions (IMMEDIATE), so a plain read is current.
+    return RatingStudy.objects.filter(pk=study_id, locked_at__isnull=False).exists()
+
+
+def _rating_state(rating: Rating | None) -> dict[str, Any] | None:
+    if rating is None:
+        return None
+    return {"value": rating.value, "cannot_assess": rating.cannot_assess, "comment": rating.comment}
+
+
+def _write_answers(
+    assignment: Assignment,
+    criteria: Mapping[str, RubricCriterion],
+    answers: Mapping[str, CriterionAnswer],
+    *,
+    submitting: bool,
+    now: Any,
+) -> list[tuple[Rating, dict[str, Any] | None, dict[str, Any]]]:
+    """Create or update the assignment's rating rows (the assignment row is locked, so no
+    one else writes them meanwhile; the unique constraint is the last guard). Returns
+    (rating, state before, state after) for each answer that changed something."""
+    existing = {r.criterion_id: r for r in Rating.objects.filter(assignment=assignment)}
+    changed = []
+    to_create = []
+    for key, answer in answers.items():
+        criterion = criteria[key]
+        after = {
+            "value": answer.value,
+            "cannot_assess": answer.cannot_assess,
+            "comment": answer.comment,
+        }
+        rating = existing.get(criterion.pk)
+        if rating is None:
+            rating = Rating(assignment=assignment, criterion=criterion, **after)
+            if submitting:
+                rating.first_value, rating.first_cannot_assess = answer.value, answer.cannot_assess
+                rating.first_submitted_at = now
+            to_create.append(rating)
+            changed.append((rating, None, after))
+            continue
+        before = _rating_state(rating)
+        first_time = submitting and rating.first_submitted_at is None
+        if before == after and not first_time:
+            continue
+        rating.value, rating.cannot_assess, rating.comment = (
+            answer.value,
+            answer.cannot_assess,
+            answer.comment,
+        )
+        fields = ["value", "cannot_assess", "comment", "updated_at"]
+        if first_time:
+            rating.first_value, rating.first_cannot_assess = answer.value, answer.cannot_assess
+            rating.first_submitted_at = now
+            fields += ["first_value", "first_cannot_assess", "first_submitted_at"]
+        rating.save(update_fields=fields)
+        changed.append((rating, None if first_time else before, after))
+    Rating.objects.bulk_create(to_create)
+    return changed
+
+
+@transaction.atomic
+def save_draft(
+    *,
+    assignment_id: int,
+    clinician: AbstractBaseUser,
+    answers: Mapping[str, CriterionAnswer],
+    time_spent_seconds: float = 0.0,
+) -> Assignment:
+    """Autosave: keep what the clinician has entered so far. A submitted assignment keeps its
+    submitted values until the clinician submits again (drafts never overwrite them)."""
+    assignment = _lock_assignment(assignment_id, clinician)
+    criteria = _check_answers(study=assignment.study, answers=answers, complete=False)
+    seconds = _checked_seconds(time_spent_seconds)
+    if assignment.status == Assignment.Status.SUBMITTED:
+        # Only time on item changes; updated_at stays, since it versions the answers (the
+        # page's local copy of a revision in progress is tied to it).
+        Assignment.objects.filter(pk=assignment.pk).update(
+            time_spent_seconds=F("time_spent_seconds") + seconds
+        )
+        assignment.refresh_from_db(fields=["time_spent_seconds"])
+        return assignment
+    _write_answers(assignment, criteria, answers, submitting=False, now=timezone.now())
+    assignment.status = Assignment.Status.IN_PROGRESS
+    assignment.started_at = assignment.started_at or timezone.now()
+    assignment.time_spent_seconds += seconds
+    assignment.save(update_fields=["status", "started_at", "time_spent_seconds", "updated_at"])
+    return assignment
+
+
+def _checked_seconds(seconds: float) -> float:
+    if seconds < 0:
+        raise AnnotationError("cannot be negative", field="time_spent_seconds")
+    # A tab left open overnight is not rating time: cap one report at an hour.
+    return min(float(seconds), 3600.0)
+
+
+@transaction.atomic
+def submit_assignment(
+    *,
+    assignment_id: int,
+    clinician: AbstractBaseUser,
+    answers: Mapping[str, CriterionAnswer],
+    time_spent_seconds: float = 0.0,
+) -> Assignment:
+    """Submit (or revise) all criteria of one assignment at once.
+
+    Idempotent: submitting the same answers again changes nothing and writes no audit row.
+    Every changed value of an already submitted rating writes an audit row (old, new, who).
+    """
+    assignment = _lock_assignment(assignment_id, clinician)
+    study = assignment.study
+    criteria = _check_answers(study=study, answers=answers, complete=True)
+    seconds = _checked_seconds(time_spent_seconds)
+    now = timezone.now()
+    was_submitted = assignment.status == Assignment.Status.SUBMITTED
+    changes = _write_answers(assignment, criteria, answers, submitting=True, now=now)
+    AuditEvent.objects.bulk_create(
+        AuditEvent(
+            actor=clinician,
+            study=study,
+            action="rating.revise" if was_submitted and before is not None else "rating.submit",
+            target_type="Rating",
+            target_id=str(rating.pk),
+            before=before,
+            after=after,
+        )
+        for rating, before, after in changes
+        if before is None or was_submitted
+    )
+    if was_submitted and not changes and not seconds:
+        return assignment  # a retried or double submit: nothing to do
+    assignment.status = Assignment.Status.SUBMITTED
+    assignment.started_at = assignment.started_at or now
+    assignment.first_submitted_at = assignment.first_submitted_at or now
+    if changes or not was_submitted:
+        assignment.submitted_at = now
+    assignment.time_spent_seconds += seconds
+    assignment.save(
+        update_fields=[
+            "status",
+            "started_at",
+            "first_submitted_at",
+            "submitted_at",
+            "time_spent_seconds",
+            "updated_at",
+        ]
+    )
+    return assignment
+
+
+# --- coordinator actions -------------------------------------------------------------------
+
+
+@transaction.atomic
+def flag_assignment(
+    *, assignment_id: int, clinician: AbstractBaseUser, flagged: bool, reason: str = ""
+) -> Assignment:
+    """A clinician flags (or unflags) an item for the coordinator, with a reason."""
+    assignment = _lock_assignment(assignment_id, clinician)
+    if flagged and not reason.strip():
+        raise AnnotationError("say why you flag this item", field="reason")
+    before = {"flagged": assignment.flagged, "reason": assignment.flag_reason}
+    assignment.flagged = flagged
+    assignment.flag_reason = reason.strip() if flagged else ""
+    after = {"flagged": assignment.flagged, "reason": assignment.flag_reason}
+    if before != after:
+        assignment.save(update_fields=["flagged", "flag_reason", "updated_at"])
+        audit.record(
+            actor=clinician,
+            action="assignment.flag" if flagged else "assignment.unflag",
+            target=assignment,
+            study=assignment.study,
+            before=before,
+            after=after,
+        )
+    return assignment
