@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import transaction
 
-from annotation import services
+from annotation import selectors, services
 from annotation.demo_cases import DEMO_CASES, DEMO_MODELS
 from annotation.models import Assignment, RatingStudy, StudyMembership
 from delphi.services import ensure_medhelm_taxonomy
@@ -92,7 +92,7 @@ def _demo_rows(study: RatingStudy) -> list[services.ItemRow]:
     for case_no, (subcategory, benchmark, prompt, reference, *outputs) in enumerate(
         DEMO_CASES, start=1
     ):
-        node = services.taxonomy_node_for(study=study, name=subcategory)
+        node = selectors.taxonomy_node_for(study=study, name=subcategory)
         for quality, output in zip(("strong", "partial", "weak"), outputs, strict=True):
             rows.append(
                 services.ItemRow(

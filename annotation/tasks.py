@@ -8,6 +8,7 @@ from celery import shared_task
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from annotation.imports import run_import_job
+from annotation.imports.jobs import RUN_IMPORT_TASK
 from annotation.models import ImportJob, RatingStudy
 
 
@@ -17,9 +18,7 @@ def worker_health() -> dict[str, object]:
     return {"host": socket.gethostname(), "studies": RatingStudy.objects.count()}
 
 
-@shared_task(
-    name="annotation.run_import", bind=True, acks_late=True, max_retries=3, ignore_result=True
-)
+@shared_task(name=RUN_IMPORT_TASK, bind=True, acks_late=True, max_retries=3, ignore_result=True)
 def run_import(self, job_id: int) -> dict[str, object]:
     """Run one import job (annotation.imports.run_import_job).
 

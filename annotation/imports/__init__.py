@@ -27,7 +27,7 @@ from annotation.imports.validation import (
     item_fingerprint,
     validate_rows,
 )
-from annotation.taxonomy_names import task_names_for
+from annotation.selectors.taxonomy import task_names_for
 
 __all__ = [
     "FINISHED",

@@ -37,8 +37,8 @@ from annotation.imports.validation import (
     validate_rows,
 )
 from annotation.models import ImportJob, Item, RatingStudy, StudyMembership
+from annotation.selectors.taxonomy import task_names_for
 from annotation.services import ItemRow, create_items
-from annotation.taxonomy_names import task_names_for
 from medhelm_site.common.querying import ID_FILTER_LIMIT
 
 logger = logging.getLogger(__name__)
@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 INLINE_MAX_BYTES = 1_000_000
 PROGRESS_EVERY = 2000
 UPLOAD_DIR = "imports"
+# The Celery task that runs a queued job (annotation.tasks.run_import).
+RUN_IMPORT_TASK = "annotation.run_import"
 LOCKED = "the study is locked; items can no longer be imported"
 ProgressCallback = Callable[[ImportJob], None]
 Key = tuple[str, str]  # (external_id, model)
@@ -112,11 +114,9 @@ def start_import(
 def queue_import_job(job_id: int) -> None:
     """Send a committed job to a worker; if that fails, mark it failed rather than leave it
     "queued" forever."""
-    # Imported here: tasks.py imports this package.
-    from annotation.tasks import run_import
-
     try:
-        run_import.delay(job_id)
+        # Sent by name: annotation.tasks imports this package, not the other way round.
+        current_app.send_task(RUN_IMPORT_TASK, args=[job_id])
     except Exception as exc:
         logger.exception("could not queue import job %s", job_id)
         ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(

@@ -41,6 +41,7 @@ from annotation.selectors.studies import (
     study_items,
     study_progress,
 )
+from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -74,4 +75,6 @@ __all__ = [
     "study_member",
     "study_members",
     "study_progress",
+    "task_names_for",
+    "taxonomy_node_for",
 ]

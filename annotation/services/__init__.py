@@ -6,7 +6,7 @@ for each user-facing change. Callers use `from annotation import services; servi
 """
 
 from annotation.services.assignment import assign_items
-from annotation.services.items import ItemRow, ItemsCreated, create_items, taxonomy_node_for
+from annotation.services.items import ItemRow, ItemsCreated, create_items
 from annotation.services.membership import PSEUDONYM_PREFIX, add_member, remove_member
 from annotation.services.ratings import (
     CriterionAnswer,
@@ -43,7 +43,6 @@ __all__ = [
     "save_draft",
     "set_study_lock",
     "submit_assignment",
-    "taxonomy_node_for",
     "update_study",
     "validate_criteria",
 ]

@@ -12,7 +12,6 @@ from django.db import transaction
 
 from annotation import audit
 from annotation.models import Item, RatingStudy
-from delphi.models import TaxonomyNode
 
 
 @dataclass(frozen=True)
@@ -80,16 +79,3 @@ def create_items(
             after={"created": len(fresh), "unchanged": unchanged},
         )
     return ItemsCreated(created=len(fresh), unchanged=unchanged)
-
-
-def taxonomy_node_for(*, study: RatingStudy, name: str) -> TaxonomyNode | None:
-    """A node of the study's taxonomy version by exact name (tasks first, then subcategories)."""
-    if study.taxonomy_version_id is None or not name:
-        return None
-    nodes = TaxonomyNode.objects.filter(version_id=study.taxonomy_version_id, name=name)
-    order = {
-        TaxonomyNode.Kind.TASK: 0,
-        TaxonomyNode.Kind.SUBCATEGORY: 1,
-        TaxonomyNode.Kind.CATEGORY: 2,
-    }
-    return min(nodes, key=lambda n: order[n.kind], default=None)

@@ -7,7 +7,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -189,11 +189,6 @@ def import_items(request: HttpRequest, study_id: int) -> HttpResponse:
             )
         except AnnotationError as exc:
             add_to_form(form, exc)
-        except ValidationError as exc:
-            # annotation/imports still raises Django's ValidationError; this clause goes once
-            # it raises AnnotationError.
-            for field, reasons in exc.message_dict.items():
-                add_to_form(form, AnnotationError(" ".join(reasons), field=field))
         else:
             return redirect(f"{request.path}?job={job.pk}")
     job = None

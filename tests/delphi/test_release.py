@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
 from delphi import services
 from delphi.models import DelphiStudy, Suggestion, TaxonomyVersion
@@ -98,9 +99,9 @@ def test_a_rating_study_can_file_items_under_the_released_version():
         name="Rating on the consensus taxonomy", created_by=built.coordinator,
         criteria=MEDHELM_CRITERIA, taxonomy_version=version,
     )  # fmt: skip
-    node = annotation_services.taxonomy_node_for(study=rating, name="Imaging")
+    node = annotation_selectors.taxonomy_node_for(study=rating, name="Imaging")
     assert node is not None and node.version == version
-    assert annotation_services.taxonomy_node_for(study=rating, name="Dosing") is None
+    assert annotation_selectors.taxonomy_node_for(study=rating, name="Dosing") is None
     annotation_services.create_items(
         study=rating, actor=built.coordinator,
         rows=[annotation_services.ItemRow(external_id="c1", input_text="q", output_text="a",

@@ -19,7 +19,9 @@ def test_large_uploads_are_queued_after_commit(
     study, coordinator, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr("annotation.tasks.run_import.delay", sent.append)
+    monkeypatch.setattr(
+        jobs.current_app, "send_task", lambda name, args: sent.append((name, *args))
+    )
     monkeypatch.setattr(jobs, "INLINE_MAX_BYTES", 100)
     data = (DATA / "items.jsonl").read_bytes()
     assert len(data) > 100
@@ -31,7 +33,7 @@ def test_large_uploads_are_queued_after_commit(
         callback()
 
     assert job.status == ImportJob.Status.QUEUED
-    assert sent == [job.pk]
+    assert sent == [("annotation.run_import", job.pk)]
     assert not Item.objects.exists()
     assert imports.import_progress(job)["phase"] == "queued"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from annotation import imports, services
 from annotation.models import AuditEvent, ImportJob, Item
-from annotation.taxonomy_names import taxonomy_node_for
+from annotation.selectors import taxonomy_node_for
 from delphi.services import create_taxonomy_version
 from tests.annotation.imports.factories import BAD_JSONL, BAD_JSONL_ERRORS, item_state, jsonl, start
 from tests.factories import MEDHELM_CRITERIA, item_rows

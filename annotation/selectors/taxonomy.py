@@ -1,4 +1,4 @@
-"""What a node name means in a study's taxonomy version: the one rule for imports and services.
+"""What a node name means in a study's taxonomy version: the one rule for imports and demo data.
 
 A name used by several nodes means the task before the subcategory before the category,
 then the first in the version's node order.
