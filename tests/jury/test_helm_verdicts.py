@@ -19,7 +19,7 @@ from annotation.importers import pack_helm_run
 from annotation.models import AuditEvent, ImportJob, Item
 from jury.helm_verdicts import HelmVerdictReport, import_helm_verdicts
 from jury.models import Judge, JudgeScore
-from jury.selectors import jury_composites, jury_item_scores
+from tests.support.jury_aggregate import jury_composites, jury_item_scores
 from jury.tasks import import_helm_verdicts_for_job
 from tests.factories import MEDHELM_CRITERIA, UserFactory
 

@@ -14,12 +14,12 @@ import socket
 from io import StringIO
 
 import pytest
-from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from annotation import services as annotation_services
 from annotation.models import AuditEvent, Item
 from jury import metric_services, metrics
+from jury.errors import JuryError
 from jury.local_models import LocalModelMissing, minilm_model_dir
 from jury.models import MetricScore
 from tests.factories import make_study_with_members
@@ -272,7 +272,7 @@ def test_bertscore_refuses_a_name_that_is_not_a_directory(tmp_path, no_network):
 
 @pytest.mark.slow
 def test_bertscore_layer_out_of_range(bert_ready):
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(JuryError, match="out of range"):
         metrics.bertscore_f1(["a"], ["a"], num_layers=7)
 
 
@@ -360,9 +360,9 @@ def test_service_item_ids_and_unknown_metric(study, rouge_ready):
     assert report.items == 1
     assert report.metrics["rouge_l_f1"].scored == 1
     assert MetricScore.objects.filter(item__study=study).count() == 1
-    with pytest.raises(ValidationError):
+    with pytest.raises(JuryError):
         metric_services.compute_metrics(study=study, metrics=["bleu"], actor=None)
-    with pytest.raises(ValidationError):
+    with pytest.raises(JuryError):
         metric_services.compute_metrics(study=study, metrics=[], actor=None)
 
 

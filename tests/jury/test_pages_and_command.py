@@ -113,3 +113,14 @@ def test_prompt_edits_are_new_versions_and_bad_templates_are_named(client, setup
         .values_list("version", flat=True)
         .order_by("version")
     ) == [1, 2]
+
+
+def test_a_run_that_cannot_start_says_why_on_the_form(client, setup, fake_provider):
+    judge = judge_on(fake_provider)
+    client.force_login(setup.coordinator)
+    url = f"/studies/{setup.study.pk}/jury/"
+    page = client.post(url, {"judges": [judge.pk], "taxonomy_node": 987654})
+    assert page.status_code == 200 and "no taxonomy node 987654" in page.content.decode()
+    page = client.post(url, {"judges": [judge.pk], "models": "no-such-model"})
+    assert "no item of the study matches" in page.content.decode()
+    assert not JuryRun.objects.exists()

@@ -16,6 +16,7 @@ from jury.execution import backoff_seconds, execute_call
 from jury.models import Judge, JudgeCall, JudgeLease, JudgeScore, JuryRun
 from tests.factories import make_study_with_members
 from tests.support.fake_provider import FakeProvider
+from tests.support.jury_aggregate import jury_composites
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ def test_two_judges_on_both_protocols_score_every_item(study, fake_provider):
     sent = [r for r in fake_provider.requests if r.protocol == "openai"]
     assert {r.body["temperature"] for r in sent} == {0}
     assert {r.prompt for r in sent} <= {c.prompt_text for c in calls}
-    composites = selectors.jury_composites(study=study)
+    composites = jury_composites(study=study)
     assert len(composites) == 4 and {n for _, n in composites.values()} == {2}
 
 
@@ -314,7 +315,7 @@ def test_failure_rates_per_judge_and_status_are_shown(study, fake_provider):
         0,
     )
     # aggregates carry their coverage: two items have no jury score at all
-    assert len(selectors.jury_composites(study=study)) == 2
+    assert len(jury_composites(study=study)) == 2
 
 
 def test_api_key_is_never_stored_or_shown(study, fake_provider):
