@@ -13,43 +13,15 @@ from django.db import connections
 from annotation import services as annotation_services
 from jury import selectors, services
 from jury.execution import backoff_seconds, execute_call
-from jury.models import Judge, JudgeCall, JudgeLease, JudgeScore, JuryRun
+from jury.models import JudgeCall, JudgeLease, JudgeScore, JuryRun
 from tests.factories import make_study_with_members
-from tests.support.fake_provider import FakeProvider
+from tests.jury.factories import make_judge, one_item_run
 from tests.support.jury_aggregate import jury_composites
 
 
 @pytest.fixture
 def study(db):
     return make_study_with_members(n_items=4, n_clinicians=2, k=2).study
-
-
-def make_judge(fake: FakeProvider, *, name="gpt-judge", provider="openai", **kw) -> Judge:
-    endpoint = fake.openai_url if provider == "openai" else fake.anthropic_url
-    defaults = dict(
-        provider=provider,
-        model_id=f"{name}-model",
-        endpoint=endpoint,
-        api_key_env="FAKE_PROVIDER_KEY",
-        params={"temperature": 0, "max_tokens": 512, "max_attempts": 4},
-        price_input_per_mtok=Decimal("2.5"),
-        price_output_per_mtok=Decimal("10"),
-        max_concurrency=4,
-        timeout_seconds=5,
-    )
-    defaults.update(kw)
-    return Judge.objects.create(name=name, **defaults)
-
-
-def one_item_run(study, judge: Judge) -> JuryRun:
-    """A run of `judge` on the study's first item, not dispatched."""
-    return services.start_run(
-        study=study,
-        judges=[judge],
-        actor=None,
-        filters={"item_ids": [study.items.first().pk]},
-        dispatch=False,
-    )
 
 
 @pytest.fixture(autouse=True)
