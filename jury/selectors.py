@@ -18,12 +18,7 @@ from django.utils import timezone
 from annotation.models import RatingStudy
 from jury.models import JudgeCall, JuryRun, PromptTemplate
 
-FAILED = (
-    JudgeCall.Status.INVALID,
-    JudgeCall.Status.PROVIDER_ERROR,
-    JudgeCall.Status.TIMEOUT,
-    JudgeCall.Status.REFUSED,
-)
+FAILED = JudgeCall.FAILED_STATUSES
 
 
 @dataclass(frozen=True)
