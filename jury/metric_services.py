@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation import audit
 from annotation.models import Item, RatingStudy
 from jury import metrics as m
+from jury.errors import JuryError
 from jury.models import MetricScore
 
 ALL_METRICS: tuple[str, ...] = tuple(MetricScore.Metric.values)
@@ -95,17 +95,23 @@ class _Scorer:
         return result.values, result.truncated
 
 
-def _scorers(
-    metrics: Sequence[str], model_dir: Path | str | None, layer: int | None
-) -> list[_Scorer]:
-    """Check every metric before any work: an unknown name is a ValidationError; a missing
-    package or model raises MetricUnavailable / LocalModelMissing with the pip line."""
+def metric_names(metrics: Sequence[str]) -> list[str]:
+    """The metrics asked for, each once, in order; JuryError (field "metrics") when the list
+    is empty or names an unknown metric."""
     names = list(dict.fromkeys(metrics))
     unknown = [n for n in names if n not in ALL_METRICS]
     if unknown or not names:
-        raise ValidationError({"metrics": f"unknown metrics {unknown}; choose from {ALL_METRICS}"})
+        raise JuryError(f"unknown metrics {unknown}; choose from {ALL_METRICS}", field="metrics")
+    return names
+
+
+def _scorers(
+    metrics: Sequence[str], model_dir: Path | str | None, layer: int | None
+) -> list[_Scorer]:
+    """Check every metric before any work: an unknown name is a JuryError; a missing
+    package or model raises MetricUnavailable / LocalModelMissing with the pip line."""
     out = []
-    for name in names:
+    for name in metric_names(metrics):
         if name == MetricScore.Metric.ROUGE_L_F1:
             m.rouge_l_f1(["check"], ["check"])  # raises MetricUnavailable without rouge-score
             out.append(_Scorer(name, m.rouge_scorer_name(), None, m.rouge_params()))
@@ -156,6 +162,91 @@ def _rows(scorer: _Scorer, ids: Sequence[int], values: Sequence[float]) -> list[
     ]
 
 
+# Scores computed under force=True, kept until the swap at the end: metric -> (ids, values).
+_Pending = dict[str, tuple[list[int], list[float]]]
+
+
+def _already_scored(scorer: _Scorer, ids: Sequence[int]) -> set[int]:
+    return set(
+        MetricScore.objects.filter(
+            metric=scorer.metric, scorer_model=scorer.scorer_model, item_id__in=list(ids)
+        ).values_list("item_id", flat=True)
+    )
+
+
+def _score_batch(
+    batch: Sequence[tuple[int, str, str]],
+    *,
+    scorers: Sequence[_Scorer],
+    counts: dict[str, MetricCounts],
+    force: bool,
+    pending: _Pending,
+) -> None:
+    """Score one batch with every scorer: without force, write the new rows now and skip
+    what the scorer already scored; with force, keep every value for the final swap."""
+    with_reference = [(pk, ref, out) for pk, ref, out in batch if ref.strip()]
+    for s in scorers:
+        c = counts[s.metric]
+        c.skipped_no_reference += len(batch) - len(with_reference)
+        todo = with_reference
+        if not force:
+            done = _already_scored(s, [pk for pk, _, _ in with_reference])
+            c.already_scored += len(done)
+            todo = [row for row in with_reference if row[0] not in done]
+        if not todo:
+            continue
+        started = time.perf_counter()
+        values, truncated = s.score([out for _, _, out in todo], [ref for _, ref, _ in todo])
+        c.seconds += time.perf_counter() - started
+        c.truncated += truncated
+        c.scored += len(todo)
+        ids = [pk for pk, _, _ in todo]
+        if force:
+            pending[s.metric][0].extend(ids)
+            pending[s.metric][1].extend(values)
+        else:
+            # ignore_conflicts: a second delivery of the same task racing this one inserts
+            # the same (item, metric, scorer) rows; the first write wins, nothing fails.
+            MetricScore.objects.bulk_create(
+                _rows(s, ids, values), batch_size=WRITE_CHUNK, ignore_conflicts=True
+            )
+
+
+def _swap(scorers: Sequence[_Scorer], counts: dict[str, MetricCounts], pending: _Pending) -> None:
+    """force=True: delete each scorer's old rows of the scored items, insert the new ones."""
+    for s in scorers:
+        ids, values = pending[s.metric]
+        for chunk in _chunks(ids):
+            deleted, _ = MetricScore.objects.filter(
+                metric=s.metric, scorer_model=s.scorer_model, item_id__in=chunk
+            ).delete()
+            counts[s.metric].replaced += deleted
+        MetricScore.objects.bulk_create(_rows(s, ids, values), batch_size=WRITE_CHUNK)
+
+
+def _audit(
+    *,
+    study: RatingStudy,
+    actor: AbstractBaseUser | None,
+    report: MetricReport,
+    scorers: Sequence[_Scorer],
+    item_ids: Sequence[int] | None,
+) -> None:
+    counts = report.metrics
+    audit.record(
+        actor=actor,
+        action="metrics.compute",
+        target=study,
+        study=study,
+        before={"replaced": {k: c.replaced for k, c in counts.items()}} if report.force else None,
+        after={
+            **report.as_dict(),
+            "item_ids": list(item_ids)[:1000] if item_ids is not None else None,
+            "params": {s.metric: s.params for s in scorers},
+        },
+    )
+
+
 def compute_metrics(
     *,
     study: RatingStudy,
@@ -183,65 +274,14 @@ def compute_metrics(
     report = MetricReport(study_id=study.pk, items=items.count(), force=force)
     counts = {s.metric: MetricCounts(s.metric, s.scorer_model, s.layer) for s in scorers}
     report.metrics = counts
-    pending: dict[str, tuple[list[int], list[float]]] = {s.metric: ([], []) for s in scorers}
-
+    pending: _Pending = {s.metric: ([], []) for s in scorers}
     for batch in _batches(items, batch_size):
-        with_reference = [(pk, ref, out) for pk, ref, out in batch if ref.strip()]
-        for s in scorers:
-            c = counts[s.metric]
-            c.skipped_no_reference += len(batch) - len(with_reference)
-            todo = with_reference
-            if not force:
-                done = set(
-                    MetricScore.objects.filter(
-                        metric=s.metric,
-                        scorer_model=s.scorer_model,
-                        item_id__in=[pk for pk, _, _ in with_reference],
-                    ).values_list("item_id", flat=True)
-                )
-                c.already_scored += len(done)
-                todo = [row for row in with_reference if row[0] not in done]
-            if not todo:
-                continue
-            started = time.perf_counter()
-            values, truncated = s.score([out for _, _, out in todo], [ref for _, ref, _ in todo])
-            c.seconds += time.perf_counter() - started
-            c.truncated += truncated
-            c.scored += len(todo)
-            ids = [pk for pk, _, _ in todo]
-            if force:
-                pending[s.metric][0].extend(ids)
-                pending[s.metric][1].extend(values)
-            else:
-                # ignore_conflicts: a second delivery of the same task racing this one inserts
-                # the same (item, metric, scorer) rows; the first write wins, nothing fails.
-                MetricScore.objects.bulk_create(
-                    _rows(s, ids, values), batch_size=WRITE_CHUNK, ignore_conflicts=True
-                )
-
+        _score_batch(batch, scorers=scorers, counts=counts, force=force, pending=pending)
     with transaction.atomic():
         if force:
-            for s in scorers:
-                ids, values = pending[s.metric]
-                for chunk in _chunks(ids):
-                    deleted, _ = MetricScore.objects.filter(
-                        metric=s.metric, scorer_model=s.scorer_model, item_id__in=chunk
-                    ).delete()
-                    counts[s.metric].replaced += deleted
-                MetricScore.objects.bulk_create(_rows(s, ids, values), batch_size=WRITE_CHUNK)
+            _swap(scorers, counts, pending)
         if any(c.scored for c in counts.values()):
-            audit.record(
-                actor=actor,
-                action="metrics.compute",
-                target=study,
-                study=study,
-                before={"replaced": {k: c.replaced for k, c in counts.items()}} if force else None,
-                after={
-                    **report.as_dict(),
-                    "item_ids": list(item_ids)[:1000] if item_ids is not None else None,
-                    "params": {s.metric: s.params for s in scorers},
-                },
-            )
+            _audit(study=study, actor=actor, report=report, scorers=scorers, item_ids=item_ids)
     return report
 
 
@@ -253,10 +293,7 @@ def enqueue_compute_metrics(
 ) -> None:
     """Send jury.compute_metrics to the workers once the current transaction commits (the
     same pattern as a jury run's calls)."""
-    names = list(dict.fromkeys(metrics))
-    unknown = [n for n in names if n not in ALL_METRICS]
-    if unknown or not names:
-        raise ValidationError({"metrics": f"unknown metrics {unknown}; choose from {ALL_METRICS}"})
+    names = metric_names(metrics)
     ids = list(item_ids) if item_ids is not None else None
 
     def send() -> None:

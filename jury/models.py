@@ -129,6 +129,9 @@ class JudgeCall(models.Model):
         TIMEOUT = "timeout", "Timeout"
         REFUSED = "refused", "Refused"
 
+    #: Every status but pending and ok: the call ended without a valid verdict.
+    FAILED_STATUSES = (Status.INVALID, Status.PROVIDER_ERROR, Status.TIMEOUT, Status.REFUSED)
+
     run = models.ForeignKey(JuryRun, on_delete=models.CASCADE, related_name="calls")
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="calls")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_calls")

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jury.errors import JuryError
 from jury.providers.base import CriterionSpec
 
 PLACEHOLDERS = ("question", "response", "gold_response", "criteria")
@@ -85,7 +86,7 @@ def _names(body: str) -> list[str]:
 
 
 def validate_template(body: str) -> None:
-    """Raise ValueError naming unknown or missing placeholders."""
+    """Raise JuryError (field "body") naming unknown or missing placeholders."""
     names = _names(body)
     unknown = sorted({n for n in names if n not in PLACEHOLDERS})
     missing = [n for n in REQUIRED_PLACEHOLDERS if n not in names]
@@ -103,7 +104,7 @@ def validate_template(body: str) -> None:
             "missing required placeholder(s) " + ", ".join("{{" + n + "}}" for n in missing)
         )
     if problems:
-        raise ValueError("invalid prompt template: " + "; ".join(problems))
+        raise JuryError("invalid prompt template: " + "; ".join(problems), field="body")
 
 
 def _anchor_order(item: tuple[str, str]) -> tuple[int, float | str]:

@@ -1,32 +1,30 @@
-"""Reads for the jury: run progress, failure rates, and the jury's aggregate scores.
+"""Reads for the jury: a study's runs and prompt versions, run progress, failure rates.
 
-Coverage is never hidden: every aggregate says how many judges contributed, and failure
-rates per judge and per status are reported, not dropped (HELM drops failed judges and
-falls back to a default score; we do neither).
+Failure rates per judge and per status are reported, not dropped (HELM drops failed judges
+and falls back to a default score; we do neither). The jury's aggregate score is derived
+from the one score table in agreement.selectors, not here.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from annotation.models import RatingStudy
-from jury.models import JudgeCall, JudgeScore, JuryRun
+from jury.models import JudgeCall, JuryRun, PromptTemplate
 
-FAILED = (
-    JudgeCall.Status.INVALID,
-    JudgeCall.Status.PROVIDER_ERROR,
-    JudgeCall.Status.TIMEOUT,
-    JudgeCall.Status.REFUSED,
-)
+FAILED = JudgeCall.FAILED_STATUSES
 
 
 @dataclass(frozen=True)
 class RunProgress:
+    """Where a run stands: call counts by outcome, tokens, cost and an estimated finish."""
+
     total: int
     done: int
     ok: int
@@ -45,6 +43,8 @@ class RunProgress:
 
 
 def run_progress(*, run: JuryRun) -> RunProgress:
+    """Calls done, failed and left, tokens and cost (cache hits are not billed again), and an
+    ETA from the pace so far while the run is running."""
     agg = run.calls.aggregate(
         total=Count("id"),
         pending=Count("id", filter=Q(status=JudgeCall.Status.PENDING)),
@@ -80,6 +80,8 @@ def run_progress(*, run: JuryRun) -> RunProgress:
 
 @dataclass(frozen=True)
 class JudgeHealth:
+    """One judge's calls in a run: counts by status, failure rate, latency and cost."""
+
     judge: str
     total: int
     by_status: dict[str, int]
@@ -124,45 +126,61 @@ def judge_health(*, run: JuryRun) -> list[JudgeHealth]:
     return out
 
 
-@dataclass(frozen=True)
-class JuryItemScore:
-    item_id: int
-    criterion: str
-    value: float
-    n_judges: int
+RECENT_RUNS = 30
+CALL_COLUMNS = (
+    "call_id",
+    "judge",
+    "item_id",
+    "external_id",
+    "status",
+    "attempts",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "latency_ms",
+    "cached_from",
+    "prompt_hash",
+    "error",
+)
 
 
-def jury_item_scores(*, study: RatingStudy) -> list[JuryItemScore]:
-    """Per item and criterion: the weighted mean over judges with a valid verdict, and how
-    many judges that was. Where a judge has several valid scores for one item (repeated
-    runs), its latest counts."""
-    latest: dict[tuple[int, str, int], tuple[float, float]] = {}
-    rows = (
-        JudgeScore.objects.filter(item__study=study, is_valid=True)
-        .values_list("item_id", "criterion__key", "judge_id", "judge__weight", "value", "pk")
-        .order_by("pk")
-    )
-    for item_id, key, judge_id, weight, value, _pk in rows:
-        latest[(item_id, key, judge_id)] = (value, weight)
-    sums: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
-    for (item_id, key, _judge), (value, weight) in latest.items():
-        acc = sums[(item_id, key)]
-        acc[0] += weight * value
-        acc[1] += weight
-        acc[2] += 1
-    return [
-        JuryItemScore(item_id=item_id, criterion=key, value=acc[0] / acc[1], n_judges=int(acc[2]))
-        for (item_id, key), acc in sorted(sums.items())
-    ]
+def study_run(*, study: RatingStudy, run_id: int) -> JuryRun | None:
+    """The study's run with this id, or None (a run of another study is not found)."""
+    return JuryRun.objects.filter(study=study, pk=run_id).first()
 
 
-def jury_composites(*, study: RatingStudy) -> dict[int, tuple[float, int]]:
-    """Per item: the mean over criteria of the jury's per-criterion scores (MedHELM's default,
-    equal weights), with the smallest number of judges behind any criterion."""
-    per_item: dict[int, list[JuryItemScore]] = defaultdict(list)
-    for s in jury_item_scores(study=study):
-        per_item[s.item_id].append(s)
-    return {
-        item_id: (sum(s.value for s in scores) / len(scores), min(s.n_judges for s in scores))
-        for item_id, scores in per_item.items()
-    }
+def recent_runs(*, study: RatingStudy) -> list[tuple[JuryRun, RunProgress]]:
+    """The study's latest runs, each with its progress, for the runs page."""
+    runs = study.jury_runs.prefetch_related("judges")[:RECENT_RUNS]
+    return [(run, run_progress(run=run)) for run in runs]
+
+
+def call_rows(*, run: JuryRun) -> Iterator[tuple]:
+    """Every call of a run in CALL_COLUMNS order, streamed from the database."""
+    calls = run.calls.select_related("judge", "item").order_by("pk")
+    for c in calls.iterator(chunk_size=2000):
+        yield (
+            c.pk,
+            c.judge.name,
+            c.item_id,
+            c.item.external_id,
+            c.status,
+            c.attempts,
+            c.input_tokens,
+            c.output_tokens,
+            c.cost,
+            c.latency_ms,
+            c.cached_from_id,
+            c.prompt_hash,
+            c.error,
+        )
+
+
+def latest_prompt_template(*, study: RatingStudy) -> PromptTemplate | None:
+    """The study's most recently saved prompt version, or None when it has none."""
+    return PromptTemplate.objects.filter(study=study).order_by("-created_at", "-version").first()
+
+
+def prompt_versions(*, study: RatingStudy) -> QuerySet[PromptTemplate]:
+    """The study's prompt versions, newest first."""
+    return PromptTemplate.objects.filter(study=study).order_by("-created_at")

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max, Q, QuerySet
 
@@ -14,6 +13,7 @@ from annotation import audit
 from annotation.models import Item, RatingStudy
 from delphi.models import TaxonomyNode
 from jury import limits
+from jury.errors import JuryError
 from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
 from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, prompt_hash, render_prompt, validate_template
 from jury.providers.base import CriterionSpec
@@ -25,6 +25,7 @@ RETRIED_ON_RESUME = (JudgeCall.Status.PROVIDER_ERROR, JudgeCall.Status.TIMEOUT)
 
 
 def ensure_default_prompt_template() -> PromptTemplate:
+    """The shared MedHELM default template (version 1), created on first use."""
     template, _ = PromptTemplate.objects.get_or_create(
         name=DEFAULT_TEMPLATE_NAME,
         version=1,
@@ -44,10 +45,7 @@ def create_prompt_version(
 ) -> PromptTemplate:
     """A new version of a template: versions are never edited, so every stored call still
     points at the exact template that produced its prompt."""
-    try:
-        validate_template(body)
-    except ValueError as exc:
-        raise ValidationError({"body": str(exc)}) from exc
+    validate_template(body)
     latest = PromptTemplate.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
     template = PromptTemplate.objects.create(
         name=name,
@@ -68,7 +66,8 @@ def create_prompt_version(
     return template
 
 
-def criteria_specs(study: RatingStudy) -> tuple[CriterionSpec, ...]:
+def criteria_specs(*, study: RatingStudy) -> tuple[CriterionSpec, ...]:
+    """The study's rubric criteria as the providers and the prompt see them."""
     return tuple(CriterionSpec.of(c) for c in study.criteria.all())
 
 
@@ -77,15 +76,16 @@ def items_for_run(*, study: RatingStudy, filters: Mapping[str, Any]) -> QuerySet
     and item ids."""
     unknown = set(filters) - {"taxonomy_node", "models", "item_ids"}
     if unknown:
-        raise ValidationError(
-            {"filters": f"unknown filters {sorted(unknown)}; use taxonomy_node, models, item_ids"}
+        raise JuryError(
+            f"unknown filters {sorted(unknown)}; use taxonomy_node, models, item_ids",
+            field="filters",
         )
     items = Item.objects.filter(study=study)
     node_id = filters.get("taxonomy_node")
     if node_id:
         node = TaxonomyNode.objects.filter(pk=node_id).first()
         if node is None:
-            raise ValidationError({"filters.taxonomy_node": f"no taxonomy node {node_id}"})
+            raise JuryError(f"no taxonomy node {node_id}", field="taxonomy_node")
         items = items.filter(
             Q(taxonomy_node=node)
             | Q(taxonomy_node__parent=node)
@@ -107,6 +107,7 @@ CALLS_PER_TASK = 48
 
 
 def _dispatch(call_ids: Sequence[int]) -> None:
+    """Send calls to the workers: in chunks when the limits live in Redis, else one by one."""
     from jury.tasks import execute_judge_call, execute_judge_calls
 
     if limits.backend() == "redis":
@@ -118,6 +119,53 @@ def _dispatch(call_ids: Sequence[int]) -> None:
     # flight as the workers have processes or threads.
     for call_id in call_ids:
         execute_judge_call.delay(call_id)
+
+
+def _callable_judges(judges: Iterable[Judge]) -> list[Judge]:
+    """The judges as a list, or JuryError when there are none or one cannot be called."""
+    judges = list(judges)
+    if not judges:
+        raise JuryError("choose at least one judge", field="judges")
+    inactive = [j.name for j in judges if not j.is_active or j.provider == Judge.Provider.IMPORTED]
+    if inactive:
+        raise JuryError(f"these judges cannot be called: {inactive}", field="judges")
+    return judges
+
+
+def _calls(
+    *, run: JuryRun, judges: Sequence[Judge], items: Sequence[Item], template: PromptTemplate
+) -> list[JudgeCall]:
+    """One unsaved call per (item, judge): the prompt rendered once per item, the request
+    hashed per judge (the hash is what the cache matches on)."""
+    criteria = criteria_specs(study=run.study)
+    calls = []
+    for item in items:
+        prompt = render_prompt(
+            body=template.body,
+            question=item.input_text,
+            response=item.output_text,
+            gold_response=item.reference_text,
+            criteria=criteria,
+        )
+        for judge in judges:
+            request_hash = prompt_hash(
+                provider=judge.provider,
+                model_id=judge.model_id,
+                params=judge.params,
+                system=template.system_text,
+                prompt=prompt,
+            )
+            calls.append(
+                JudgeCall(
+                    run=run,
+                    judge=judge,
+                    item=item,
+                    system_text=template.system_text,
+                    prompt_text=prompt,
+                    prompt_hash=request_hash,
+                )
+            )
+    return calls
 
 
 @transaction.atomic
@@ -132,50 +180,19 @@ def start_run(
 ) -> JuryRun:
     """Create a run with one call per (judge, item), its exact prompt rendered and hashed, and
     send the calls to the workers once the transaction commits."""
-    judges = list(judges)
-    if not judges:
-        raise ValidationError({"judges": "choose at least one judge"})
-    inactive = [j.name for j in judges if not j.is_active or j.provider == Judge.Provider.IMPORTED]
-    if inactive:
-        raise ValidationError({"judges": f"these judges cannot be called: {inactive}"})
+    judges = _callable_judges(judges)
     template = template or ensure_default_prompt_template()
     filters = dict(filters or {})
     items = list(items_for_run(study=study, filters=filters).order_by("pk"))
     if not items:
-        raise ValidationError({"filters": "no item of the study matches"})
-    criteria = criteria_specs(study)
+        raise JuryError("no item of the study matches", field="filters")
     run = JuryRun.objects.create(
         study=study, prompt_template=template, filters=filters, created_by=actor
     )
     run.judges.set(judges)
     for judge in judges:
         limits.ensure_limiter(judge)
-    calls = []
-    for item in items:
-        prompt = render_prompt(
-            body=template.body,
-            question=item.input_text,
-            response=item.output_text,
-            gold_response=item.reference_text,
-            criteria=criteria,
-        )
-        for judge in judges:
-            calls.append(
-                JudgeCall(
-                    run=run,
-                    judge=judge,
-                    item=item,
-                    system_text=template.system_text,
-                    prompt_text=prompt,
-                    prompt_hash=prompt_hash(
-                        provider=judge.provider,
-                        model_id=judge.model_id,
-                        params=judge.params,
-                        system=template.system_text,
-                        prompt=prompt,
-                    ),
-                )
-            )
+    calls = _calls(run=run, judges=judges, items=items, template=template)
     JudgeCall.objects.bulk_create(calls, batch_size=2000)
     audit.record(
         actor=actor,

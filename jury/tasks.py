@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+import logging
+from pathlib import Path
 
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+from annotation.models import ImportJob, RatingStudy
 from jury.execution import execute_call, execute_calls
+from jury.helm_verdicts import import_helm_verdicts
+from jury.local_models import LocalModelMissing
+from jury.metric_services import ALL_METRICS, compute_metrics
+from jury.metrics import MetricUnavailable
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="jury.execute_judge_call", acks_late=True, ignore_result=True)
@@ -31,17 +43,6 @@ def import_helm_verdicts_for_job(self, job_id: int) -> dict[str, object]:
     transaction. Reads the stored upload as the item import did (its bytes, named by the
     uploaded file), so that the external ids match. A lost database connection is retried.
     """
-    # Imported here so that this task stays one self-contained block of the module.
-    import logging
-    from pathlib import Path
-
-    from django.conf import settings
-    from django.db import InterfaceError, OperationalError
-
-    from annotation.models import ImportJob
-    from jury.helm_verdicts import import_helm_verdicts
-
-    logger = logging.getLogger(__name__)
     try:
         job = ImportJob.objects.select_related("study", "created_by").filter(pk=job_id).first()
         if job is None:
@@ -80,17 +81,6 @@ def compute_metrics_task(
     batch is written as it is scored, so a retry resumes where a lost worker stopped. A lost
     database connection is retried; a missing package or model is reported, not retried.
     """
-    # Imported here so that this task stays one self-contained block of the module.
-    import logging
-
-    from django.db import InterfaceError, OperationalError
-
-    from annotation.models import RatingStudy
-    from jury.local_models import LocalModelMissing
-    from jury.metric_services import ALL_METRICS, compute_metrics
-    from jury.metrics import MetricUnavailable
-
-    logger = logging.getLogger(__name__)
     study = RatingStudy.objects.filter(pk=study_id).first()
     if study is None:
         return {"study": study_id, "status": "missing"}

@@ -1,25 +1,15 @@
 """Strict parsing of a judge's verdict into per-criterion scores.
 
-The judge's prompt contains the evaluated model's output, and that output may contain text
-shaped like a verdict ('"accuracy": {"score": 5}') or instructions to the judge. A lenient
-parser that searches a reply for the first JSON object would turn a judge that merely echoed
-its input into a perfect score. So the rules are:
-
-- The whole reply must be one JSON object. Surrounding whitespace is allowed, and so is a
-  single Markdown code fence (```json ... ``` or ``` ... ```) that is the entire reply, since
-  chat models add one out of habit; nothing may stand outside it. Prose around the JSON,
-  two objects, or JSON nested inside other text make the verdict invalid.
-- The top-level keys must be exactly the criteria keys. A missing key makes that criterion
-  invalid. An extra key makes every criterion invalid (values still recorded): the judge did
-  not follow the protocol, and a reply mixing our keys with others is what an echoed or
-  injected verdict looks like. Duplicate keys are invalid too (JSON leaves them undefined).
-- Each criterion's value must be an object with exactly "score" and "explanation" (a
-  string, possibly empty), mirroring the schema sent to the provider.
-- The score must be a JSON integer within [scale_min, scale_max]. A number with a zero
-  fraction (4.0) counts as the integer 4, as in JSON Schema, where "integer" means any
-  number with a zero fractional part; 4.5, a string ("4"), a boolean or null is invalid.
-  Out-of-range and fractional scores are recorded as given, never clamped or rounded.
-
+The judge's prompt contains the evaluated output, which may itself look like a verdict or
+address the judge; a lenient parser (first JSON object found) would turn a judge that echoed
+its input into a perfect score. So:
+- the whole reply is one JSON object; whitespace and a single Markdown fence around the whole
+  reply are allowed (chat models add one), nothing else outside it;
+- its keys are exactly the criteria keys: a missing key invalidates that criterion, an extra
+  key every criterion (values still recorded), duplicate keys the reply;
+- each value is an object with exactly "score" and a string "explanation";
+- a score is an integer within the criterion's scale (4.0 is the integer 4, as in JSON
+  Schema); out-of-range and fractional scores are recorded as given, never clamped.
 A Verdict is ok only when every criterion is valid.
 """
 

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import csv
-import itertools
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.access import STUDY_READERS, Role, get_study_for_user
+from annotation.models import RatingStudy
 from jury import selectors, services
+from jury.errors import JuryError
 from jury.forms import PromptForm, StartRunForm
-from jury.models import JuryRun, PromptTemplate
+from jury.models import JuryRun
+from medhelm_site.common.csv_export import csv_lines
+from medhelm_site.domain_errors import add_to_form
 
 
-def _run_of(study, run_id: int) -> JuryRun:
-    run = JuryRun.objects.filter(study=study, pk=run_id).first()
+def _run_of(study: RatingStudy, run_id: int) -> JuryRun:
+    """The study's run, or 404 (a run of another study is not found)."""
+    run = selectors.study_run(study=study, run_id=run_id)
     if run is None:
         raise Http404("No such jury run.")
     return run
@@ -27,6 +28,7 @@ def _run_of(study, run_id: int) -> JuryRun:
 
 @login_required
 def runs(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's recent runs; a coordinator starts a new one here."""
     study, roles = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
@@ -44,15 +46,11 @@ def runs(request: HttpRequest, study_id: int) -> HttpResponse:
                     filters=form.filters(),
                     actor=request.user,
                 )
-            except ValidationError as exc:
-                for field, msgs in exc.message_dict.items():
-                    form.add_error(None, f"{field}: {' '.join(msgs)}")
+            except JuryError as exc:
+                add_to_form(form, exc)
             else:
                 return redirect("jury:run", study_id=study.pk, run_id=run.pk)
-    rows = [
-        (run, selectors.run_progress(run=run))
-        for run in study.jury_runs.prefetch_related("judges")[:30]
-    ]
+    rows = selectors.recent_runs(study=study)
     return render(
         request,
         "jury/runs.html",
@@ -62,6 +60,7 @@ def runs(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @login_required
 def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse:
+    """One run's progress and each judge's health."""
     study, roles = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
@@ -82,6 +81,7 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
 @login_required
 @require_POST
 def run_action(request: HttpRequest, study_id: int, run_id: int, action: str) -> HttpResponse:
+    """Cancel or resume a run (coordinators only)."""
     study, _ = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
     )
@@ -99,56 +99,13 @@ def run_action(request: HttpRequest, study_id: int, run_id: int, action: str) ->
     return redirect("jury:run", study_id=study.pk, run_id=run.pk)
 
 
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
-CALL_COLUMNS = [
-    "call_id",
-    "judge",
-    "item_id",
-    "external_id",
-    "status",
-    "attempts",
-    "input_tokens",
-    "output_tokens",
-    "cost",
-    "latency_ms",
-    "cached_from",
-    "prompt_hash",
-    "error",
-]
-
-
 @login_required
 def run_calls_csv(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse:
     """Every call of a run with its status, tokens, cost and latency."""
     study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
     run = _run_of(study, run_id)
-    writer = csv.writer(_Echo())
-    rows = (
-        writer.writerow(
-            [
-                c.pk,
-                c.judge.name,
-                c.item_id,
-                c.item.external_id,
-                c.status,
-                c.attempts,
-                c.input_tokens,
-                c.output_tokens,
-                c.cost,
-                c.latency_ms,
-                c.cached_from_id,
-                c.prompt_hash,
-                c.error,
-            ]
-        )
-        for c in run.calls.select_related("judge", "item").order_by("pk").iterator(chunk_size=2000)
-    )
     response = StreamingHttpResponse(
-        itertools.chain([writer.writerow(CALL_COLUMNS)], rows), content_type="text/csv"
+        csv_lines(selectors.CALL_COLUMNS, selectors.call_rows(run=run)), content_type="text/csv"
     )
     response["Content-Disposition"] = f'attachment; filename="jury-run-{run.pk}-calls.csv"'
     return response
@@ -161,10 +118,7 @@ def prompt(request: HttpRequest, study_id: int) -> HttpResponse:
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
     default = services.ensure_default_prompt_template()
-    current = (
-        PromptTemplate.objects.filter(study=study).order_by("-created_at", "-version").first()
-        or default
-    )
+    current = selectors.latest_prompt_template(study=study) or default
     form = PromptForm(
         request.POST or None,
         initial={
@@ -181,12 +135,12 @@ def prompt(request: HttpRequest, study_id: int) -> HttpResponse:
                 template = services.create_prompt_version(
                     study=study, actor=request.user, **form.cleaned_data
                 )
-            except ValidationError as exc:
-                form.add_error("body", exc.message_dict.get("body", exc.messages))
+            except JuryError as exc:
+                add_to_form(form, exc)
             else:
                 messages.success(request, f"Saved as {template}.")
                 return redirect("jury:prompt", study_id=study.pk)
-    versions = PromptTemplate.objects.filter(study=study).order_by("-created_at")
+    versions = selectors.prompt_versions(study=study)
     return render(
         request,
         "jury/prompt.html",

@@ -16,7 +16,7 @@ from agreement import selectors
 from annotation import services as annotation_services
 from annotation.models import Assignment, Item, RubricCriterion, StudyMembership
 from delphi.models import TaxonomyNode, TaxonomyVersion
-from jury import selectors as jury_selectors
+from tests.support import jury_aggregate as jury_selectors
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun, MetricScore, PromptTemplate
 from tests.factories import make_study_with_members
 

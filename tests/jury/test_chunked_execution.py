@@ -18,7 +18,7 @@ from jury import execution, limits, services
 from jury.models import JudgeScore, JuryRun
 from tests.conftest import require_service
 from tests.factories import make_study_with_members
-from tests.jury.test_runs import make_judge, one_item_run
+from tests.jury.factories import make_judge, one_item_run
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
 

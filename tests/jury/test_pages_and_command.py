@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
-from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
 
-from jury.models import Judge, JuryRun, PromptTemplate
+from jury.models import JuryRun, PromptTemplate
 from tests.factories import make_study_with_members
+from tests.jury.factories import make_judge
 
 
 @pytest.fixture
@@ -18,24 +18,12 @@ def setup(db, monkeypatch):
     return make_study_with_members(n_items=3, n_clinicians=2, k=2)
 
 
-def judge_on(fake, name="gpt") -> Judge:
-    return Judge.objects.create(
-        name=name,
-        provider="openai",
-        model_id="m",
-        endpoint=fake.openai_url,
-        api_key_env="FAKE_PROVIDER_KEY",
-        price_input_per_mtok=Decimal("1"),
-        price_output_per_mtok=Decimal("2"),
-    )
-
-
 @pytest.mark.django_db(transaction=True)
 def test_command_runs_inline_with_a_progress_bar(fake_provider, monkeypatch):
     # Threads write through their own connections: the data must be committed.
     monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test")
     setup = make_study_with_members(n_items=3, n_clinicians=2, k=2)
-    judge_on(fake_provider)
+    make_judge(fake_provider, name="gpt")
     out = io.StringIO()
     call_command("run_jury", study=setup.study.pk, judge=["gpt"], inline=2, stdout=out)
     text = out.getvalue()
@@ -58,7 +46,7 @@ def test_command_names_unknown_judges(setup):
 def test_coordinator_starts_watches_cancels_and_resumes_a_run(
     client, setup, fake_provider, django_capture_on_commit_callbacks
 ):
-    judge = judge_on(fake_provider)
+    judge = make_judge(fake_provider, name="gpt")
     client.force_login(setup.coordinator)
     with django_capture_on_commit_callbacks(
         execute=False
@@ -89,7 +77,7 @@ def test_coordinator_starts_watches_cancels_and_resumes_a_run(
 
 
 def test_researchers_read_runs_but_cannot_start_or_cancel(client, setup, fake_provider):
-    judge = judge_on(fake_provider)
+    judge = make_judge(fake_provider, name="gpt")
     client.force_login(setup.researcher)
     assert client.get(f"/studies/{setup.study.pk}/jury/").status_code == 200
     assert (
@@ -113,3 +101,14 @@ def test_prompt_edits_are_new_versions_and_bad_templates_are_named(client, setup
         .values_list("version", flat=True)
         .order_by("version")
     ) == [1, 2]
+
+
+def test_a_run_that_cannot_start_says_why_on_the_form(client, setup, fake_provider):
+    judge = make_judge(fake_provider, name="gpt")
+    client.force_login(setup.coordinator)
+    url = f"/studies/{setup.study.pk}/jury/"
+    page = client.post(url, {"judges": [judge.pk], "taxonomy_node": 987654})
+    assert page.status_code == 200 and "no taxonomy node 987654" in page.content.decode()
+    page = client.post(url, {"judges": [judge.pk], "models": "no-such-model"})
+    assert "no item of the study matches" in page.content.decode()
+    assert not JuryRun.objects.exists()

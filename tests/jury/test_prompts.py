@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from jury.errors import JuryError
 from jury.prompts import (
     DEFAULT_BODY,
     DEFAULT_SYSTEM,
@@ -128,15 +129,16 @@ def test_custom_template_delimiters_are_escaped_too():
 
 def test_unknown_placeholder_is_named():
     with pytest.raises(
-        ValueError, match=r"unknown placeholder\(s\) \{\{answer\}\}, \{\{reference\}\}"
-    ):
+        JuryError, match=r"unknown placeholder\(s\) \{\{answer\}\}, \{\{reference\}\}"
+    ) as info:
         validate_template("{{response}} {{answer}} {{reference}}")
+    assert info.value.field == "body"
 
 
 def test_missing_response_placeholder_is_named():
-    with pytest.raises(ValueError, match=r"missing required placeholder\(s\) \{\{response\}\}"):
+    with pytest.raises(JuryError, match=r"missing required placeholder\(s\) \{\{response\}\}"):
         validate_template("Question: {{question}}")
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(JuryError, match="missing"):
         render(body="no placeholders at all")
 
 

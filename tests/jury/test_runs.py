@@ -13,42 +13,15 @@ from django.db import connections
 from annotation import services as annotation_services
 from jury import selectors, services
 from jury.execution import backoff_seconds, execute_call
-from jury.models import Judge, JudgeCall, JudgeLease, JudgeScore, JuryRun
+from jury.models import JudgeCall, JudgeLease, JudgeScore, JuryRun
 from tests.factories import make_study_with_members
-from tests.support.fake_provider import FakeProvider
+from tests.jury.factories import make_judge, one_item_run
+from tests.support.jury_aggregate import jury_composites
 
 
 @pytest.fixture
 def study(db):
     return make_study_with_members(n_items=4, n_clinicians=2, k=2).study
-
-
-def make_judge(fake: FakeProvider, *, name="gpt-judge", provider="openai", **kw) -> Judge:
-    endpoint = fake.openai_url if provider == "openai" else fake.anthropic_url
-    defaults = dict(
-        provider=provider,
-        model_id=f"{name}-model",
-        endpoint=endpoint,
-        api_key_env="FAKE_PROVIDER_KEY",
-        params={"temperature": 0, "max_tokens": 512, "max_attempts": 4},
-        price_input_per_mtok=Decimal("2.5"),
-        price_output_per_mtok=Decimal("10"),
-        max_concurrency=4,
-        timeout_seconds=5,
-    )
-    defaults.update(kw)
-    return Judge.objects.create(name=name, **defaults)
-
-
-def one_item_run(study, judge: Judge) -> JuryRun:
-    """A run of `judge` on the study's first item, not dispatched."""
-    return services.start_run(
-        study=study,
-        judges=[judge],
-        actor=None,
-        filters={"item_ids": [study.items.first().pk]},
-        dispatch=False,
-    )
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +67,7 @@ def test_two_judges_on_both_protocols_score_every_item(study, fake_provider):
     sent = [r for r in fake_provider.requests if r.protocol == "openai"]
     assert {r.body["temperature"] for r in sent} == {0}
     assert {r.prompt for r in sent} <= {c.prompt_text for c in calls}
-    composites = selectors.jury_composites(study=study)
+    composites = jury_composites(study=study)
     assert len(composites) == 4 and {n for _, n in composites.values()} == {2}
 
 
@@ -314,7 +287,7 @@ def test_failure_rates_per_judge_and_status_are_shown(study, fake_provider):
         0,
     )
     # aggregates carry their coverage: two items have no jury score at all
-    assert len(selectors.jury_composites(study=study)) == 2
+    assert len(jury_composites(study=study)) == 2
 
 
 def test_api_key_is_never_stored_or_shown(study, fake_provider):

@@ -3,10 +3,10 @@ report."""
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import RatingStudy
+from jury.errors import JuryError
 from jury.local_models import LocalModelMissing
 from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
@@ -46,9 +46,7 @@ class Command(BaseCommand):
                 bertscore_layer=o["layer"],
                 force=o["force"],
             )
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from exc
-        except (MetricUnavailable, LocalModelMissing, ValueError) as exc:
+        except (JuryError, MetricUnavailable, LocalModelMissing) as exc:
             raise CommandError(str(exc)) from exc
         for line in report.lines():
             self.stdout.write(line)

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import RatingStudy
 from jury import selectors, services
+from jury.errors import JuryError
 from jury.execution import execute_call
 from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
 
@@ -111,7 +112,7 @@ class Command(BaseCommand):
                 actor=None,
                 dispatch=dispatch,
             )
-        except Exception as exc:
+        except JuryError as exc:
             raise CommandError(str(exc)) from exc
 
     _last_line = ""

@@ -9,7 +9,6 @@ from annotation import services
 from annotation.models import AuditEvent, Item
 from jury.helm_verdicts import import_helm_verdicts
 from jury.models import Judge, JudgeScore
-from jury.selectors import jury_composites, jury_item_scores
 from tests.factories import MEDHELM_CRITERIA
 from tests.jury.helm_verdicts.factories import (
     HELM_RUN,
@@ -21,6 +20,7 @@ from tests.jury.helm_verdicts.factories import (
     stored,
     verdicts,
 )
+from tests.support.jury_aggregate import jury_composites, jury_item_scores
 
 
 def test_a_missing_judge_key_is_counted_not_an_error(study, coordinator, tmp_path):

@@ -11,7 +11,6 @@ from annotation.imports import pack_helm_run, read_helm_run
 from annotation.models import AuditEvent, Item
 from jury.helm_verdicts import import_helm_verdicts
 from jury.models import Judge, JudgeScore
-from jury.selectors import jury_composites
 from tests.jury.helm_verdicts.factories import (
     CRITERIA,
     HELM_RUN,
@@ -21,6 +20,7 @@ from tests.jury.helm_verdicts.factories import (
     stored,
     verdicts,
 )
+from tests.support.jury_aggregate import jury_composites
 
 
 def test_sample_run_imports_every_verdict_as_a_judge_score(study, coordinator):
