@@ -3,20 +3,8 @@
     .venv/bin/python bench/bench_import.py [--items 50000]
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/bench_import.py
 
-The file holds 3 models x ~16,667 cases (texts of a few hundred characters, a task name from
-the MedHELM taxonomy, a little metadata). Timed, on the database of DATABASE_URL (default: a
-temporary SQLite file; on PostgreSQL a throwaway database "bench_import_<pid>" is created
-next to the named one and dropped afterwards):
-
-1. the import: annotation.imports.start_import(background=False), i.e. store the upload,
-   parse, check, save in one transaction, with the job's progress committed as it goes;
-   split into "read + check" and "save" at the progress callback that ends the checks;
-2. the same file again: idempotent, 0 created, every row "unchanged";
-3. baseline "bare create_items": services.create_items with the same rows already built,
-   into a fresh study (only the insert, no file, parsing, checks or job bookkeeping). The
-   ratio import / baseline is what the pipeline costs on top of saving.
-
-Wall clock (time.perf_counter), one run each; the machine may be shared, so expect noise.
+Times the import, the same file again (idempotent) and a bare create_items of the same rows
+(the baseline: what the pipeline costs on top of saving). Procedure: bench/README.md.
 """
 
 from __future__ import annotations

@@ -4,17 +4,8 @@ SDK's async client, on the same fake provider, in one run.
     .venv/bin/python bench/bench_judge_client.py [--requests 1000] [--in-flight 48]
         [--latency 0.1] [--protocol openai|anthropic|both]
 
-The baseline is the official SDK's async client in its configuration for many concurrent
-requests: `AsyncOpenAI(..., http_client=DefaultAioHttpClient())` (or AsyncAnthropic),
-max_retries=0, `chat.completions.with_raw_response.create(**body)` (or `messages.`), with the
-same request body and reply parsing as the judge's own client. Beside it, the same SDK with its
-default httpx client, and `jury.execution.clients.AsyncProvider.complete`, which the chunk
-engine uses (the SDK's URL and headers, sent with aiohttp). All run on one event loop in this
-process, `--in-flight` requests at a time, against tests/jury/fake_provider.py in a process of
-its own answering after `--latency` seconds; each request has its own prompt. Measured: this
-process's CPU (user + system) per request, best of two rounds each, and each client's ratio
-to the baseline. Every client's replies are checked to be the same verdicts, prompt by prompt,
-before any figure is printed.
+The baseline is the SDK with its DefaultAioHttpClient; replies are checked identical before
+any figure is printed. Procedure: bench/README.md.
 """
 
 from __future__ import annotations
