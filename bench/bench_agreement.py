@@ -2,18 +2,9 @@
 
     .venv/bin/python bench/bench_agreement.py [--quick]
 
-1. All six ICC forms from a long score table (the matrix is built inside the timing),
-   10,000 and 100,000 items x 5 raters, vs pingouin.intraclass_corr (target >= 10x).
-2. 1,000-resample item bootstrap of ICC(2,1) (percentile + BCa with jackknife) on 1,000 items
-   x 5 raters vs a loop calling pingouin.intraclass_corr per resample; the loop is timed on
-   50 resamples and extrapolated linearly to 1,000 (target >= 100x).
-3. Interval Krippendorff's alpha, 100,000 units x 5 raters with ~10% missing: Likert values
-   vs the krippendorff package (fed its native raters x units matrix), and continuous values,
-   where the package would need a values x values matrix per unit and cannot run. Time and
-   peak traced memory (tracemalloc, numpy allocations included).
-
-Values are asserted equal to the baseline before any ratio is printed. Times are the best of
-a few repeats (wall clock, time.perf_counter); the machine may be shared, so expect noise.
+ICC forms and the bootstrap against pingouin, interval Krippendorff's alpha against the
+krippendorff package; values are asserted equal before any ratio is printed. Procedure and
+targets: bench/README.md.
 """
 
 from __future__ import annotations

@@ -4,17 +4,8 @@ SDK's async client, on the same fake provider, in one run.
     .venv/bin/python bench/bench_judge_client.py [--requests 1000] [--in-flight 48]
         [--latency 0.1] [--protocol openai|anthropic|both]
 
-The baseline is the official SDK's async client in its configuration for many concurrent
-requests: `AsyncOpenAI(..., http_client=DefaultAioHttpClient())` (or AsyncAnthropic),
-max_retries=0, `chat.completions.with_raw_response.create(**body)` (or `messages.`), with the
-same request body and reply parsing as the judge's own client. Beside it, the same SDK with its
-default httpx client, and `jury.execution.clients.AsyncProvider.complete`, which the chunk
-engine uses (the SDK's URL and headers, sent with aiohttp). All run on one event loop in this
-process, `--in-flight` requests at a time, against tests/jury/fake_provider.py in a process of
-its own answering after `--latency` seconds; each request has its own prompt. Measured: this
-process's CPU (user + system) per request, best of two rounds each, and each client's ratio
-to the baseline. Every client's replies are checked to be the same verdicts, prompt by prompt,
-before any figure is printed.
+The baseline is the SDK with its DefaultAioHttpClient; replies are checked identical before
+any figure is printed. Procedure: bench/README.md.
 """
 
 from __future__ import annotations
@@ -68,26 +59,20 @@ async def run_round(
     return cpu_seconds() - cpu0, time.perf_counter() - wall0, texts
 
 
-async def compare(protocol: str, url: str, n: int, in_flight: int) -> dict[str, Any]:
-    import anthropic
-    import openai
-
-    from jury.execution.clients import AsyncProvider
+def judge_and_requests(protocol: str, url: str, n: int) -> tuple[Any, list[Any]]:
+    """An unsaved judge on the fake provider, and `n` requests, each with its own prompt."""
     from jury.models import Judge
     from jury.providers import base as providers
 
-    endpoint = f"{url}/v1" if protocol == "openai" else url
     judge = Judge(
         name=f"bench-{protocol}",
         provider=protocol,
         model_id=f"bench-{protocol}",
-        endpoint=endpoint,
+        endpoint=f"{url}/v1" if protocol == "openai" else url,
         api_key_env="BENCH_JUDGE_CLIENT_KEY",
         params={"max_tokens": 512},
         timeout_seconds=30,
     )
-    engine_client = AsyncProvider(judge, API_KEY)
-    sync = engine_client.sync  # the judge's own client: request body and reply parsing
     specs = tuple(
         providers.CriterionSpec(key, label, f"{label} of the answer.", 1, 5)
         for key, label in CRITERIA
@@ -102,6 +87,14 @@ async def compare(protocol: str, url: str, n: int, in_flight: int) -> dict[str, 
         )
         for i in range(n)
     ]
+    return judge, requests
+
+
+def sdk_clients(protocol: str, endpoint: str) -> dict[str, Any]:
+    """The official SDK's async client, with aiohttp (the baseline) and with httpx."""
+    import anthropic
+    import openai
+
     sdks: dict[str, Any] = {}
     for transport in ("httpx", "aiohttp"):
         sdk = openai if protocol == "openai" else anthropic
@@ -114,29 +107,37 @@ async def compare(protocol: str, url: str, n: int, in_flight: int) -> dict[str, 
             sdks[transport] = anthropic.AsyncAnthropic(
                 base_url=endpoint, api_key=API_KEY, max_retries=0, http_client=http_client
             )
+    return sdks
 
-    def through(sdk_client: Any) -> Callable[[Any], Awaitable[Any]]:
-        create = (
-            sdk_client.chat.completions.with_raw_response.create
-            if protocol == "openai"
-            else sdk_client.messages.with_raw_response.create
-        )
 
-        async def send(request: Any) -> Any:
-            body = sync.request_body(request)
-            raw = await create(**body, timeout=request.timeout_seconds)
-            text = raw.http_response.text
-            if protocol == "openai":
-                return sync._reply_from_body(text, structured="response_format" in body)
-            return sync._reply_from_body(text)
+def parse_reply(sync: Any, protocol: str, text: str, body: dict[str, Any]) -> Any:
+    """The judge's own parsing of a reply body (the one place this bench reads a provider
+    client's internals: jury.providers' `_reply_from_body`)."""
+    if protocol == "openai":
+        return sync._reply_from_body(text, structured="response_format" in body)
+    return sync._reply_from_body(text)
 
-        return send
 
-    clients = {
-        "SDK, DefaultAioHttpClient": through(sdks["aiohttp"]),  # the baseline
-        "SDK, default httpx client": through(sdks["httpx"]),
-        "engine client": engine_client.complete,
-    }
+def through_sdk(sdk_client: Any, sync: Any, protocol: str) -> Callable[[Any], Awaitable[Any]]:
+    """Send a request through the SDK client with the judge's body and reply parsing."""
+    create = (
+        sdk_client.chat.completions.with_raw_response.create
+        if protocol == "openai"
+        else sdk_client.messages.with_raw_response.create
+    )
+
+    async def send(request: Any) -> Any:
+        body = sync.request_body(request)
+        raw = await create(**body, timeout=request.timeout_seconds)
+        return parse_reply(sync, protocol, raw.http_response.text, body)
+
+    return send
+
+
+async def best_of_two(
+    clients: dict[str, Callable[[Any], Awaitable[Any]]], requests: list[Any], in_flight: int
+) -> tuple[dict[str, tuple[float, float]], dict[str, list[str]]]:
+    """After a warm-up, two rounds per client: (best (CPU, wall) by client, replies by client)."""
     # Warm-up: imports, connections, the SDKs' lazy models.
     for send in clients.values():
         await run_round(send, requests[: in_flight * 2], in_flight)
@@ -148,6 +149,23 @@ async def compare(protocol: str, url: str, n: int, in_flight: int) -> dict[str, 
             if name not in best or cpu < best[name][0]:
                 best[name] = (cpu, wall)
             replies[name] = texts
+    return best, replies
+
+
+async def compare(protocol: str, url: str, n: int, in_flight: int) -> dict[str, Any]:
+    """CPU of the three clients on the same requests; stops if their verdicts differ."""
+    from jury.execution.clients import AsyncProvider
+
+    judge, requests = judge_and_requests(protocol, url, n)
+    engine_client = AsyncProvider(judge, API_KEY)
+    sync = engine_client.sync  # the judge's own client: request body and reply parsing
+    sdks = sdk_clients(protocol, judge.endpoint)
+    clients = {
+        "SDK, DefaultAioHttpClient": through_sdk(sdks["aiohttp"], sync, protocol),  # baseline
+        "SDK, default httpx client": through_sdk(sdks["httpx"], sync, protocol),
+        "engine client": engine_client.complete,
+    }
+    best, replies = await best_of_two(clients, requests, in_flight)
     for sdk_client in sdks.values():
         await sdk_client.close()
     await engine_client.aclose()
