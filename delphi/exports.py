@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from delphi import consensus, protocol, stats
+from delphi.errors import DelphiError
 from delphi.models import (
     DelphiAuditEvent,
     DelphiStudy,
@@ -231,7 +232,7 @@ def protocol_export(*, study: DelphiStudy) -> dict[str, Any]:
     """The locked protocol document with its stored hash, whether the hash still matches the
     document, and when it was locked. ValueError when the protocol is not locked."""
     if study.protocol_document is None or not study.protocol_hash:
-        raise ValueError(
+        raise DelphiError(
             f"the protocol of study {study.pk} ({study.title!r}) is not locked yet: there is no "
             "frozen protocol to export; lock it first"
         )
