@@ -118,10 +118,32 @@ def placement_categories(*, round_: Round) -> dict[uuid.UUID, str]:
     return categories
 
 
-def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireItem]:
-    """Every item of the round as one panelist sees it: the wording and what changed, the
-    group's answers of the round before (if its feedback was released), their own previous
-    answer (to them alone), the anonymous comments, and their saved answer."""
+@dataclass
+class _PreviousRound:
+    """What the panel said in the round before, by node identity, for the feedback."""
+
+    number: int = 0
+    items: dict[uuid.UUID, RoundItem] = field(default_factory=dict)
+    statistics: dict[uuid.UUID, RoundItemStatistics] = field(default_factory=dict)
+    own: dict[uuid.UUID, Response] = field(default_factory=dict)
+    comments: dict[uuid.UUID, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def feedback(self, identity: uuid.UUID) -> ItemFeedback | None:
+        if identity not in self.statistics:
+            return None
+        own = self.own.get(identity)
+        return ItemFeedback(
+            round_number=self.number,
+            statistics=self.statistics[identity],
+            own_rating=own.rating if own else None,
+            own_unable=bool(own and own.unable_to_rate),
+            # Sorted by text, so the order says nothing about who wrote what.
+            comments=sorted(self.comments.get(identity, [])),
+        )
+
+
+def _previous_round(*, panelist: Panelist, round_: Round) -> _PreviousRound:
+    """The round before, if its feedback was released (else nothing to feed back)."""
     previous = (
         round_.study.rounds.filter(
             number=round_.number - 1, status=Round.Status.FEEDBACK_RELEASED
@@ -129,43 +151,39 @@ def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireIte
         if round_.number > 1
         else None
     )
-    before: dict[uuid.UUID, RoundItem] = {}
-    stats_before: dict[uuid.UUID, RoundItemStatistics] = {}
-    own_before: dict[uuid.UUID, Response] = {}
-    comments: dict[uuid.UUID, list[str]] = defaultdict(list)
-    if previous is not None:
-        before = {item.identity: item for item in previous.items.all()}
-        for row in RoundItemStatistics.objects.filter(
-            round_item__round=previous, group=""
-        ).select_related("round_item"):
-            stats_before[row.round_item.identity] = row
-        for response in Response.objects.filter(
-            round_item__round=previous, is_draft=False
-        ).select_related("round_item"):
-            identity = response.round_item.identity
-            if response.panelist_id == panelist.pk:
-                own_before[identity] = response
-            if response.comment:
-                comments[identity].append(response.comment)
+    if previous is None:
+        return _PreviousRound()
+    before = _PreviousRound(
+        number=previous.number, items={item.identity: item for item in previous.items.all()}
+    )
+    for row in RoundItemStatistics.objects.filter(
+        round_item__round=previous, group=""
+    ).select_related("round_item"):
+        before.statistics[row.round_item.identity] = row
+    for response in Response.objects.filter(
+        round_item__round=previous, is_draft=False
+    ).select_related("round_item"):
+        identity = response.round_item.identity
+        if response.panelist_id == panelist.pk:
+            before.own[identity] = response
+        if response.comment:
+            before.comments[identity].append(response.comment)
+    return before
+
+
+def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireItem]:
+    """Every item of the round as one panelist sees it: the wording and what changed, the
+    group's answers of the round before (if its feedback was released), their own previous
+    answer (to them alone), the anonymous comments, and their saved answer."""
+    before = _previous_round(panelist=panelist, round_=round_)
     mine = {
         response.round_item_id: response
         for response in Response.objects.filter(panelist=panelist, round_item__round=round_)
     }
     result = []
     for item in round_.items.order_by("position", "id"):
-        old = before.get(item.identity)
+        old = before.items.get(item.identity)
         changed = old is not None and old.item_version != item.item_version
-        feedback = None
-        if item.identity in stats_before:
-            own = own_before.get(item.identity)
-            feedback = ItemFeedback(
-                round_number=previous.number,
-                statistics=stats_before[item.identity],
-                own_rating=own.rating if own else None,
-                own_unable=bool(own and own.unable_to_rate),
-                # Sorted by text, so the order says nothing about who wrote what.
-                comments=sorted(comments.get(item.identity, [])),
-            )
         result.append(
             QuestionnaireItem(
                 item=item,
@@ -173,7 +191,7 @@ def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireIte
                 previous_description=old.description
                 if changed and old.description != item.description
                 else "",
-                feedback=feedback,
+                feedback=before.feedback(item.identity),
                 response=mine.get(item.pk),
             )
         )
