@@ -15,6 +15,7 @@ from tests.delphi.panel.pages import (
     full_answers,
     item,
     round_url,
+    suggest_url,
 )
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +75,20 @@ def test_submit_lists_what_is_missing_by_item_and_keeps_the_draft(built):
         content_type="application/json",
     )
     assert late.status_code == 400 and "answers are final" in late.json()["error"]
+
+
+def test_a_malformed_id_in_the_form_is_a_400_not_a_500(built):
+    round1 = built.round(1)
+    diagnosis = item(round1, "Diagnosis")
+    client = client_for(built.panelists[0].user)
+    page = client.post(
+        round_url(built),
+        {"action": "save", f"item-{diagnosis.pk}-placement_choice": "not-a-uuid"},
+    )
+    assert page.status_code == 400
+    assert "not a category id" in page.content.decode()
+    suggestion = client.post(
+        suggest_url(built), {"kind": "merge", "target": "12; drop", "into": "x", "text": "why"}
+    )
+    assert suggestion.status_code == 400
+    assert not Response.objects.exists()
