@@ -1,16 +1,25 @@
-"""Forms for the Delphi coordinator's pages. They only shape input into the dicts the services
-take; the services (and delphi.consensus / delphi.protocol) decide what is valid."""
+"""Forms of the Delphi pages. They only shape input into the dicts the services take; the
+services (and delphi.consensus / delphi.protocol) decide what is valid."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from django import forms
+from django.http import QueryDict
 
 from delphi import consensus, protocol
-from delphi.models import DelphiStudy, TaxonomyVersion
+from delphi.models import DelphiStudy, RoundItem, Suggestion, TaxonomyVersion
 from delphi.services import TaxonomyFormatError, parse_taxonomy_file
+from medhelm_site.common.errors import DomainError
+
+
+def sentence(message: str) -> str:
+    """A service message ("cannot open round 1: ...") as a sentence for the page."""
+    text = str(message).strip()
+    return text[:1].upper() + text[1:] if text else "Something went wrong."
 
 
 class TaxonomySourceForm(forms.Form):
@@ -243,20 +252,21 @@ class ProtocolForm(forms.Form):
             "ask_reason_outside_iqr": data["ask_reason_outside_iqr"],
         }
 
-    def add_service_error(self, message: str) -> None:
-        """Put a service's message on the field it is about (they start with its name)."""
-        start = message.lower()
-        if start.startswith("consensus rule"):
-            field = "rule_json" if self.cleaned_data.get("rule_json") is not None else "rule_preset"
-        elif start.startswith("stopping rule"):
-            field = "max_rounds"
-        elif start.startswith("questions"):
-            field = "rate_kinds"
-        elif start.startswith("title"):
-            field = "title"
-        else:
-            field = None
-        self.add_error(field, message)
+    # The protocol field a service's error names (DelphiError.field) -> the form field
+    # that shows it; a composite rule is edited as JSON, so its errors go there.
+    SERVICE_FIELDS = {
+        "consensus_rule": "rule_preset",
+        "stopping_rule": "max_rounds",
+        "questions": "rate_kinds",
+        "title": "title",
+    }
+
+    def add_service_error(self, error: DomainError) -> None:
+        """Show a service's error on the field it is about, else on the whole form."""
+        field = self.SERVICE_FIELDS.get(error.field or "")
+        if field == "rule_preset" and self.cleaned_data.get("rule_json") is not None:
+            field = "rule_json"
+        self.add_error(field, sentence(error.message))
 
 
 # --------------------------------------------------------------------------- panel and rounds
@@ -295,3 +305,57 @@ class TriageForm(forms.Form):
 class ReleaseForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, label="Name of the released version")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+
+
+# --------------------------------------------------------------------------- the panel's forms
+
+ANSWER_FIELDS = ("rating", "unable", "placement_agrees", "placement_choice", "comment", "reason")
+
+
+def questionnaire_answers(
+    data: QueryDict, *, items: Iterable[RoundItem], answered: set[int]
+) -> dict[str, dict[str, Any]]:
+    """The answers a normal (no-JS) questionnaire post carries, in the services' shape
+    ({round item id: {rating, unable, ...}}).
+
+    Only items the panelist touched, or answered before (so that clearing a field counts),
+    are sent: an untouched item must not become an empty response row.
+    """
+    answers: dict[str, dict[str, Any]] = {}
+    for item in items:
+        prefix = f"item-{item.pk}-"
+        raw = {key: data.get(prefix + key, "") for key in ANSWER_FIELDS}
+        if raw["unable"]:
+            # Without JS a chosen radio cannot be cleared, so "unable to rate" wins over it
+            # (with JS the page unticks the rating itself).
+            raw["rating"] = ""
+        if item.pk in answered or any(str(value).strip() for value in raw.values()):
+            answers[str(item.pk)] = raw
+    return answers
+
+
+# Form field -> details key, per kind; the service refuses keys a kind does not take.
+SUGGESTION_FIELDS = {
+    Suggestion.Kind.ADD: {
+        "name": "name",
+        "new_kind": "kind",
+        "parent": "parent_identity",
+        "description": "description",
+    },
+    Suggestion.Kind.RENAME: {"name": "name"},
+    Suggestion.Kind.MOVE: {"parent": "parent_identity"},
+    Suggestion.Kind.MERGE: {"into": "into_identity"},
+    Suggestion.Kind.DELETE: {},
+}
+
+
+def suggestion_details(data: QueryDict) -> dict[str, str]:
+    """The details of a suggestion from the questionnaire's suggestion form: only the fields
+    of the chosen kind (the form shows them all)."""
+    kind = data.get("kind", "")
+    fields = SUGGESTION_FIELDS.get(kind, {})
+    details = {key: data.get(name, "").strip() for name, key in fields.items()}
+    # A category is added without a parent; the form still shows the parent select.
+    if kind == Suggestion.Kind.ADD and details.get("kind") == "category":
+        details.pop("parent_identity", None)
+    return details

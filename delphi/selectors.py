@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
 from delphi.models import (
     DelphiStudy,
     Panelist,
+    PanelistRound,
     Response,
     Round,
     RoundItem,
@@ -117,10 +118,32 @@ def placement_categories(*, round_: Round) -> dict[uuid.UUID, str]:
     return categories
 
 
-def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireItem]:
-    """Every item of the round as one panelist sees it: the wording and what changed, the
-    group's answers of the round before (if its feedback was released), their own previous
-    answer (to them alone), the anonymous comments, and their saved answer."""
+@dataclass
+class _PreviousRound:
+    """What the panel said in the round before, by node identity, for the feedback."""
+
+    number: int = 0
+    items: dict[uuid.UUID, RoundItem] = field(default_factory=dict)
+    statistics: dict[uuid.UUID, RoundItemStatistics] = field(default_factory=dict)
+    own: dict[uuid.UUID, Response] = field(default_factory=dict)
+    comments: dict[uuid.UUID, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def feedback(self, identity: uuid.UUID) -> ItemFeedback | None:
+        if identity not in self.statistics:
+            return None
+        own = self.own.get(identity)
+        return ItemFeedback(
+            round_number=self.number,
+            statistics=self.statistics[identity],
+            own_rating=own.rating if own else None,
+            own_unable=bool(own and own.unable_to_rate),
+            # Sorted by text, so the order says nothing about who wrote what.
+            comments=sorted(self.comments.get(identity, [])),
+        )
+
+
+def _previous_round(*, panelist: Panelist, round_: Round) -> _PreviousRound:
+    """The round before, if its feedback was released (else nothing to feed back)."""
     previous = (
         round_.study.rounds.filter(
             number=round_.number - 1, status=Round.Status.FEEDBACK_RELEASED
@@ -128,43 +151,39 @@ def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireIte
         if round_.number > 1
         else None
     )
-    before: dict[uuid.UUID, RoundItem] = {}
-    stats_before: dict[uuid.UUID, RoundItemStatistics] = {}
-    own_before: dict[uuid.UUID, Response] = {}
-    comments: dict[uuid.UUID, list[str]] = defaultdict(list)
-    if previous is not None:
-        before = {item.identity: item for item in previous.items.all()}
-        for row in RoundItemStatistics.objects.filter(
-            round_item__round=previous, group=""
-        ).select_related("round_item"):
-            stats_before[row.round_item.identity] = row
-        for response in Response.objects.filter(
-            round_item__round=previous, is_draft=False
-        ).select_related("round_item"):
-            identity = response.round_item.identity
-            if response.panelist_id == panelist.pk:
-                own_before[identity] = response
-            if response.comment:
-                comments[identity].append(response.comment)
+    if previous is None:
+        return _PreviousRound()
+    before = _PreviousRound(
+        number=previous.number, items={item.identity: item for item in previous.items.all()}
+    )
+    for row in RoundItemStatistics.objects.filter(
+        round_item__round=previous, group=""
+    ).select_related("round_item"):
+        before.statistics[row.round_item.identity] = row
+    for response in Response.objects.filter(
+        round_item__round=previous, is_draft=False
+    ).select_related("round_item"):
+        identity = response.round_item.identity
+        if response.panelist_id == panelist.pk:
+            before.own[identity] = response
+        if response.comment:
+            before.comments[identity].append(response.comment)
+    return before
+
+
+def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireItem]:
+    """Every item of the round as one panelist sees it: the wording and what changed, the
+    group's answers of the round before (if its feedback was released), their own previous
+    answer (to them alone), the anonymous comments, and their saved answer."""
+    before = _previous_round(panelist=panelist, round_=round_)
     mine = {
         response.round_item_id: response
         for response in Response.objects.filter(panelist=panelist, round_item__round=round_)
     }
     result = []
     for item in round_.items.order_by("position", "id"):
-        old = before.get(item.identity)
+        old = before.items.get(item.identity)
         changed = old is not None and old.item_version != item.item_version
-        feedback = None
-        if item.identity in stats_before:
-            own = own_before.get(item.identity)
-            feedback = ItemFeedback(
-                round_number=previous.number,
-                statistics=stats_before[item.identity],
-                own_rating=own.rating if own else None,
-                own_unable=bool(own and own.unable_to_rate),
-                # Sorted by text, so the order says nothing about who wrote what.
-                comments=sorted(comments.get(item.identity, [])),
-            )
         result.append(
             QuestionnaireItem(
                 item=item,
@@ -172,8 +191,158 @@ def questionnaire(*, panelist: Panelist, round_: Round) -> list[QuestionnaireIte
                 previous_description=old.description
                 if changed and old.description != item.description
                 else "",
-                feedback=feedback,
+                feedback=before.feedback(item.identity),
                 response=mine.get(item.pk),
             )
         )
     return result
+
+
+def panelist_round(*, panelist: Panelist, round_: Round | None) -> PanelistRound | None:
+    """The panelist's entry in a round (None when they are not on its list)."""
+    if round_ is None:
+        return None
+    return PanelistRound.objects.filter(panelist=panelist, round=round_).first()
+
+
+def names_by_identity(*, round_: Round) -> dict[uuid.UUID, str]:
+    """The name of every node an item of this round may point at (its parent, a category):
+    the draft taxonomy first, then the wording of the latest round that put it to the panel,
+    because a parent may not be rated (rate_kinds) or may have left after consensus."""
+    names = dict(round_.study.draft_taxonomy.nodes.values_list("identity", "name"))
+    for identity, name in (
+        RoundItem.objects.filter(round__study=round_.study, round__number__lte=round_.number)
+        .order_by("round__number", "id")
+        .values_list("identity", "name")
+    ):
+        names[identity] = name
+    return names
+
+
+def answered_item_ids(*, panelist: Panelist, round_: Round) -> set[int]:
+    """The round items this panelist has a response row for (draft or submitted)."""
+    return set(
+        Response.objects.filter(panelist=panelist, round_item__round=round_).values_list(
+            "round_item_id", flat=True
+        )
+    )
+
+
+def draft_version_ms(*, panelist: Panelist, round_: Round) -> int:
+    """The server's version of this panelist's draft: when a response of theirs last changed.
+    The page's localStorage copy is tied to it (see questionnaire.js)."""
+    latest = Response.objects.filter(panelist=panelist, round_item__round=round_).aggregate(
+        latest=Max("updated_at")
+    )["latest"]
+    return int(latest.timestamp() * 1000) if latest else 0
+
+
+def own_suggestions(*, panelist: Panelist, round_: Round) -> QuerySet[Suggestion]:
+    return panelist.suggestions.filter(round=round_).order_by("created_at", "id")
+
+
+# --------------------------------------------------------------------------- coordinator pages
+
+
+@dataclass
+class RoundSummary:
+    round: Round
+    items: int
+    invited: int  # panelists asked in this round, excluding those who withdrew
+    submitted: int
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def response_rate(self) -> int | None:
+        return round(100 * self.submitted / self.invited) if self.invited else None
+
+
+def round_summaries(*, study: DelphiStudy) -> list[RoundSummary]:
+    """Every round of the study with its item count, response rate and outcomes."""
+    rounds = list(study.rounds.order_by("number"))
+    statuses: dict[int, Counter[str]] = defaultdict(Counter)
+    for round_id, status in PanelistRound.objects.filter(round__study=study).values_list(
+        "round_id", "status"
+    ):
+        statuses[round_id][status] += 1
+    items = Counter(RoundItem.objects.filter(round__study=study).values_list("round_id", flat=True))
+    outcomes: dict[int, Counter[str]] = defaultdict(Counter)
+    for round_id, outcome in RoundItemStatistics.objects.filter(
+        round_item__round__study=study, group=""
+    ).values_list("round_item__round_id", "outcome"):
+        outcomes[round_id][outcome] += 1
+    summaries = []
+    for round_ in rounds:
+        counted = statuses[round_.pk]
+        summaries.append(
+            RoundSummary(
+                round=round_,
+                items=items[round_.pk],
+                invited=sum(counted.values()) - counted[PanelistRound.Status.WITHDRAWN],
+                submitted=counted[PanelistRound.Status.SUBMITTED],
+                outcomes={k.replace("_", " "): v for k, v in sorted(outcomes[round_.pk].items())},
+            )
+        )
+    return summaries
+
+
+def panel_counts(*, study: DelphiStudy) -> dict[str, int]:
+    """How many panelists were invited, joined, have not joined yet, withdrew."""
+    panelists = list(study.panelists.values_list("user_id", "withdrawn_at"))
+    return {
+        "invited": len(panelists),
+        "joined": sum(1 for user, gone in panelists if user is not None and gone is None),
+        "not_joined": sum(1 for user, gone in panelists if user is None and gone is None),
+        "withdrawn": sum(1 for _, gone in panelists if gone is not None),
+    }
+
+
+@dataclass(frozen=True)
+class PanelTable:
+    rounds: list[Round]
+    rows: list[dict]  # {"panelist": Panelist, "rounds": [PanelistRound | None per round]}
+
+
+def panel_table(*, study: DelphiStudy) -> PanelTable:
+    """Each panelist (by pseudonym) with their status in every round."""
+    rounds = list(study.rounds.order_by("number"))
+    status_of = {
+        (entry.panelist_id, entry.round_id): entry
+        for entry in PanelistRound.objects.filter(round__study=study)
+    }
+    rows = [
+        {"panelist": p, "rounds": [status_of.get((p.pk, r.pk)) for r in rounds]}
+        for p in study.panelists.order_by("pseudonym")
+    ]
+    return PanelTable(rounds=rounds, rows=rows)
+
+
+@dataclass
+class StatisticsRow:
+    item: RoundItem
+    whole: RoundItemStatistics | None
+    groups: list[RoundItemStatistics | None]
+
+
+@dataclass(frozen=True)
+class RoundStatistics:
+    groups: list[str]  # the stakeholder groups with statistics, sorted
+    rows: list[StatisticsRow]
+
+
+def round_statistics(*, round_: Round) -> RoundStatistics:
+    """Every item of the round with the whole panel's statistics and each group's."""
+    by_item: dict[int, dict[str, RoundItemStatistics]] = defaultdict(dict)
+    for row in RoundItemStatistics.objects.filter(round_item__round=round_):
+        row.outcome_label = row.outcome.replace("_", " ")  # "consensus_in" -> "consensus in"
+        by_item[row.round_item_id][row.group] = row
+    groups = sorted({g for rows in by_item.values() for g in rows if g})
+    rows = [
+        StatisticsRow(
+            item=item,
+            whole=by_item[item.pk].get(""),
+            groups=[by_item[item.pk].get(g) for g in groups],
+        )
+        for item in round_.items.order_by("position", "id")
+    ]
+    return RoundStatistics(groups=groups, rows=rows)

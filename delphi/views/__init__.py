@@ -1,2 +1,2 @@
-"""Pages of the Delphi app, one module per audience: coordinator (set-up, panel, rounds,
-exports) and panel (joining, the questionnaire)."""
+"""Pages of the Delphi app. The coordinator's: setup, panelists, rounds, release, exports
+(helpers shared by them in coordinator.py). The panel's: join, panel (the questionnaire)."""

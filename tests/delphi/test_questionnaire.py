@@ -38,9 +38,13 @@ def two_rounds(db):
     services.open_round(round_=first, actor=actor, base_url=BASE_URL)
     billing = first.items.get(name="Billing")
     rename = services.add_suggestion(
-        panelist=built.panelists[1], round_=first, kind="rename", text="broader",
-        target_identity=billing.identity, details={"name": "Billing and coding"},
-    )  # fmt: skip
+        panelist=built.panelists[1],
+        round_=first,
+        kind="rename",
+        text="broader",
+        target_identity=billing.identity,
+        details={"name": "Billing and coding"},
+    )
     _answer_round_1(built, first)
     services.close_round(round_=first, actor=actor)
     services.triage_suggestion(suggestion=rename, actor=actor, accept=True, reason="broader")
@@ -71,9 +75,14 @@ def test_feedback_shows_group_statistics_and_own_previous_answer(two_rounds):
     assert feedback.round_number == 1
     # Submitted ratings 1 9 1 9 5 (P06 never submitted): median 5, 2 of 5 high = 40%.
     stats = feedback.statistics
-    assert (stats.group, stats.n_invited, stats.n_rated, stats.median, stats.pct_high) == (
-        "", 6, 5, 5, 40
-    )  # fmt: skip
+    shown = {
+        "group": stats.group,
+        "n_invited": stats.n_invited,
+        "n_rated": stats.n_rated,
+        "median": stats.median,
+        "pct_high": stats.pct_high,
+    }
+    assert shown == {"group": "", "n_invited": 6, "n_rated": 5, "median": 5, "pct_high": 40}
     assert (feedback.own_rating, feedback.own_unable) == (9, False)
     other = selectors.questionnaire(panelist=built.panelists[0], round_=second)
     assert other[0].feedback.own_rating == 1
@@ -123,8 +132,9 @@ def test_no_feedback_before_it_is_released(two_rounds):
 def test_the_saved_draft_is_the_panelists_own(two_rounds):
     built, second = two_rounds
     item = second.items.get(name="Diagnosis")
-    services.save_answers(panelist=built.panelists[0], round_=second,
-                          answers={str(item.pk): {"rating": 6}})  # fmt: skip
+    services.save_answers(
+        panelist=built.panelists[0], round_=second, answers={str(item.pk): {"rating": 6}}
+    )
     mine = selectors.questionnaire(panelist=built.panelists[0], round_=second)
     theirs = selectors.questionnaire(panelist=built.panelists[1], round_=second)
     assert mine[0].response.rating == 6
@@ -133,22 +143,28 @@ def test_the_saved_draft_is_the_panelists_own(two_rounds):
 
 @pytest.mark.django_db
 def test_placement_categories_follow_the_taxonomy_as_it_stands():
-    built = make_panel_study(n_panelists=6, questions={"placement": "choose"},
-                             stopping_rule={"max_rounds": 3})  # fmt: skip
+    built = make_panel_study(
+        n_panelists=6, questions={"placement": "choose"}, stopping_rule={"max_rounds": 3}
+    )
     first, actor = built.round(1), built.coordinator
     services.open_round(round_=first, actor=actor, base_url=BASE_URL)
     categories = {i.name: i.identity for i in first.items.filter(kind="category")}
     cds = str(categories["Clinical Decision Support"])
     delete = services.add_suggestion(
-        panelist=built.panelists[0], round_=first, kind="delete", text="not clinical",
+        panelist=built.panelists[0],
+        round_=first,
+        kind="delete",
+        text="not clinical",
         target_identity=categories["Administration"],
-    )  # fmt: skip
+    )
     for i, panelist in enumerate(built.panelists):
         answers = {
-            str(item.pk): {"rating": DIAGNOSIS[i] if item.name == "Diagnosis" else 8,
-                           "placement_choice": cds}
+            str(item.pk): {
+                "rating": DIAGNOSIS[i] if item.name == "Diagnosis" else 8,
+                "placement_choice": cds,
+            }
             for item in first.items.all()
-        }  # fmt: skip
+        }
         services.submit_round(panelist=panelist, round_=first, answers=answers, comprehensiveness=3)
     services.close_round(round_=first, actor=actor)
     services.triage_suggestion(suggestion=delete, actor=actor, accept=True, reason="agreed")
@@ -163,10 +179,13 @@ def test_placement_categories_follow_the_taxonomy_as_it_stands():
         categories["Clinical Decision Support"]: "Clinical Decision Support"
     }
     key = str(second.items.get().pk)
+    elsewhere = {key: {"placement_choice": str(categories["Administration"])}}
     with pytest.raises(services.DelphiError, match="not a category of this taxonomy"):
-        services.save_answers(panelist=built.panelists[0], round_=second,
-                              answers={key: {"placement_choice": str(categories["Administration"])}})  # fmt: skip
-    entry = services.submit_round(panelist=built.panelists[0], round_=second,
-                                  answers={key: {"rating": 5, "placement_choice": cds}},
-                                  comprehensiveness=3)  # fmt: skip
+        services.save_answers(panelist=built.panelists[0], round_=second, answers=elsewhere)
+    entry = services.submit_round(
+        panelist=built.panelists[0],
+        round_=second,
+        answers={key: {"rating": 5, "placement_choice": cds}},
+        comprehensiveness=3,
+    )
     assert entry.status == "submitted"

@@ -14,13 +14,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 from django.urls import reverse
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from delphi import services
-from delphi.models import PanelistRound, Response, Round, RoundItem
+from delphi.models import Panelist, PanelistRound, Response, Round, RoundItem
 from tests.delphi.flow import BASE_URL, PanelStudy, answer_all, make_panel_study
 from tests.factories import TEST_PASSWORD
 
@@ -70,106 +71,125 @@ def saved(panelist_pk: int, round_: Round) -> dict[str, int | None]:
     )
 
 
-def test_draft_survives_reloads_and_a_failing_draft_endpoint_then_submits(
-    live_server, page: Page, built: PanelStudy, monkeypatch: pytest.MonkeyPatch
-):
-    panelist = built.panelists[0]
-    round1 = built.round(1)
-    items = {item.name: item for item in round1.items.all()}
-    storage_key = f"delphi-draft-{built.study.pk}-1-{panelist.pk}"
-    log_in(page, live_server, built, panelist.user.username)
-    save_state = page.locator("#save-state")
+@dataclass
+class Questionnaire:
+    """One panelist's questionnaire page in round 1, with what the steps check against."""
 
-    # Half-way: two items rated, one placement answered, all autosaved.
-    rating(page, items["Clinical Decision Support"], 8).check()
-    rating(page, items["Diagnosis"], 7).check()
-    page.check(f"input[name='item-{items['Diagnosis'].pk}-placement_agrees'][value='yes']")
+    page: Page
+    panelist: Panelist
+    round1: Round
+    items: dict[str, RoundItem]
+    storage_key: str
+
+    @property
+    def save_state(self) -> Locator:
+        return self.page.locator("#save-state")
+
+    def saved(self) -> dict[str, int | None]:
+        return saved(self.panelist.pk, self.round1)
+
+    def stored(self) -> object:
+        """The draft kept in the browser's localStorage (None when there is none)."""
+        return self.page.evaluate("k => JSON.parse(localStorage.getItem(k))", self.storage_key)
+
+    def comment(self, name: str) -> Locator:
+        return self.page.locator(f"textarea[name='item-{self.items[name].pk}-comment']")
+
+
+def half_way_answers_are_autosaved(q: Questionnaire) -> None:
+    """Two items rated, one placement answered, all autosaved; a reload renders them."""
+    rating(q.page, q.items["Clinical Decision Support"], 8).check()
+    rating(q.page, q.items["Diagnosis"], 7).check()
+    q.page.check(f"input[name='item-{q.items['Diagnosis'].pk}-placement_agrees'][value='yes']")
     wait_until(
-        page,
-        lambda: saved(panelist.pk, round1) == {"Clinical Decision Support": 8, "Diagnosis": 7},
+        q.page,
+        lambda: q.saved() == {"Clinical Decision Support": 8, "Diagnosis": 7},
         "the first answers are autosaved",
     )
-    expect(save_state).to_have_text(re.compile(r"^Draft saved"))
-    assert Response.objects.get(round_item=items["Diagnosis"], panelist=panelist).placement_agrees
-    assert page.evaluate("k => localStorage.getItem(k)", storage_key) is None
+    expect(q.save_state).to_have_text(re.compile(r"^Draft saved"))
+    diagnosis = Response.objects.get(round_item=q.items["Diagnosis"], panelist=q.panelist)
+    assert diagnosis.placement_agrees
+    assert q.stored() is None
+    q.page.reload()
+    expect(rating(q.page, q.items["Clinical Decision Support"], 8)).to_be_checked()
+    expect(rating(q.page, q.items["Diagnosis"], 7)).to_be_checked()
 
-    # A reload: the server renders the draft.
-    page.reload()
-    expect(rating(page, items["Clinical Decision Support"], 8)).to_be_checked()
-    expect(rating(page, items["Diagnosis"], 7)).to_be_checked()
 
-    # The draft endpoint fails from now on; the next answers stay in the browser. page.route
-    # fails what the page sends. The last-gasp save a page sends while it unloads (keepalive)
-    # leaves from the browser process, past Playwright's routing, so the server refuses too,
-    # as a server that is down would.
+def answers_stay_in_the_browser_while_the_endpoint_fails(
+    q: Questionnaire, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """page.route fails what the page sends. The last-gasp save a page sends while it unloads
+    (keepalive) leaves from the browser process, past Playwright's routing, so the server
+    refuses too, as a server that is down would."""
     blocked: list[str] = []
-    refused: list[object] = []
 
     def fail(route: Route) -> None:
         blocked.append(route.request.post_data or "")
         route.abort()
 
     def outage(**kwargs: object) -> None:
-        refused.append(kwargs)
         raise services.DelphiError("the server is unavailable (simulated)")
 
-    page.context.route("**/round/draft/", fail)
+    q.page.context.route("**/round/draft/", fail)
     monkeypatch.setattr(services, "save_answers", outage)
-    rating(page, items["Treatment"], 3).check()
-    comment = page.locator(f"textarea[name='item-{items['Treatment'].pk}-comment']")
-    comment.fill("Too close to diagnosis")
-    expect(save_state).to_have_text(re.compile(r"^Offline"))
+    rating(q.page, q.items["Treatment"], 3).check()
+    q.comment("Treatment").fill("Too close to diagnosis")
+    expect(q.save_state).to_have_text(re.compile(r"^Offline"))
     assert blocked, "the browser tried to save"
-    kept = page.evaluate("k => JSON.parse(localStorage.getItem(k))", storage_key)
-    assert kept["state"]["answers"][str(items["Treatment"].pk)]["rating"] == 3
-    assert "Treatment" not in saved(panelist.pk, round1)
+    assert q.stored()["state"]["answers"][str(q.items["Treatment"].pk)]["rating"] == 3
+    assert "Treatment" not in q.saved()
 
-    # Reload while the endpoint still fails: the server does not have it, the browser does.
-    response = page.reload()
-    assert not re.search(
-        rf"name=\"item-{items['Treatment'].pk}-rating\" value=\"\d\" checked", response.text()
-    )
-    expect(rating(page, items["Treatment"], 3)).to_be_checked()
-    expect(comment).to_have_value("Too close to diagnosis")
-    expect(rating(page, items["Diagnosis"], 7)).to_be_checked()
-    expect(save_state).to_have_text(re.compile(r"^(Restored|Offline)"))
-    assert "Treatment" not in saved(panelist.pk, round1)
 
-    # The endpoint answers again: the restored answers reach the server (the retry).
-    page.context.unroute("**/round/draft/")
+def a_reload_restores_them_from_the_browser(q: Questionnaire) -> None:
+    """The endpoint still fails: the server does not have the answers, the browser does."""
+    response = q.page.reload()
+    treatment = q.items["Treatment"].pk
+    assert not re.search(rf"name=\"item-{treatment}-rating\" value=\"\d\" checked", response.text())
+    expect(rating(q.page, q.items["Treatment"], 3)).to_be_checked()
+    expect(q.comment("Treatment")).to_have_value("Too close to diagnosis")
+    expect(rating(q.page, q.items["Diagnosis"], 7)).to_be_checked()
+    expect(q.save_state).to_have_text(re.compile(r"^(Restored|Offline)"))
+    assert "Treatment" not in q.saved()
+
+
+def the_retry_reaches_the_server(q: Questionnaire, monkeypatch: pytest.MonkeyPatch) -> None:
+    q.page.context.unroute("**/round/draft/")
     monkeypatch.undo()
     wait_until(
-        page,
-        lambda: saved(panelist.pk, round1).get("Treatment") == 3,
+        q.page,
+        lambda: q.saved().get("Treatment") == 3,
         "the restored answer reaches the server",
         timeout=15,
     )
-    treatment = Response.objects.get(round_item=items["Treatment"], panelist=panelist)
+    treatment = Response.objects.get(round_item=q.items["Treatment"], panelist=q.panelist)
     assert treatment.comment == "Too close to diagnosis"
-    expect(save_state).to_have_text(re.compile(r"^Draft saved"))
-    assert page.evaluate("k => localStorage.getItem(k)", storage_key) is None
+    expect(q.save_state).to_have_text(re.compile(r"^Draft saved"))
+    assert q.stored() is None
 
-    # "Unable to rate" clears the rating (they exclude each other).
-    page.check(f"input[name='item-{items['Billing'].pk}-unable']")
-    rating(page, items["Billing"], 5).check()
-    expect(page.locator(f"input[name='item-{items['Billing'].pk}-unable']")).not_to_be_checked()
-    page.check(f"input[name='item-{items['Billing'].pk}-unable']")
-    expect(rating(page, items["Billing"], 5)).not_to_be_checked()
 
-    # The rest, then submit: a missing answer first is listed by name.
+def unable_to_rate_and_a_rating_exclude_each_other(q: Questionnaire) -> None:
+    unable = f"input[name='item-{q.items['Billing'].pk}-unable']"
+    q.page.check(unable)
+    rating(q.page, q.items["Billing"], 5).check()
+    expect(q.page.locator(unable)).not_to_be_checked()
+    q.page.check(unable)
+    expect(rating(q.page, q.items["Billing"], 5)).not_to_be_checked()
+
+
+def submit_after_a_missing_answer_is_listed(q: Questionnaire) -> None:
     for name, value in (("Administration", 6), ("Scheduling", 8)):
-        rating(page, items[name], value).check()
-    page.click("#submit-round")
-    expect(page.locator("#errors")).to_contain_text("say whether it belongs under its parent")
+        rating(q.page, q.items[name], value).check()
+    q.page.click("#submit-round")
+    expect(q.page.locator("#errors")).to_contain_text("say whether it belongs under its parent")
     for name in ("Treatment", "Scheduling", "Billing"):
-        page.check(f"input[name='item-{items[name].pk}-placement_agrees'][value='yes']")
-    page.check("input[name='comprehensiveness'][value='4']")
-    page.click("#submit-round")
-    expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
-    entry = PanelistRound.objects.get(panelist=panelist, round=round1)
+        q.page.check(f"input[name='item-{q.items[name].pk}-placement_agrees'][value='yes']")
+    q.page.check("input[name='comprehensiveness'][value='4']")
+    q.page.click("#submit-round")
+    expect(q.page.get_by_role("heading", name="Thank you")).to_be_visible()
+    entry = PanelistRound.objects.get(panelist=q.panelist, round=q.round1)
     assert entry.status == PanelistRound.Status.SUBMITTED
     assert entry.comprehensiveness == 4
-    assert saved(panelist.pk, round1) == {
+    assert q.saved() == {
         "Clinical Decision Support": 8,
         "Diagnosis": 7,
         "Treatment": 3,
@@ -177,8 +197,29 @@ def test_draft_survives_reloads_and_a_failing_draft_endpoint_then_submits(
         "Scheduling": 8,
         "Billing": None,
     }
-    assert Response.objects.get(round_item=items["Billing"], panelist=panelist).unable_to_rate
-    assert page.evaluate("k => localStorage.getItem(k)", storage_key) is None
+    assert Response.objects.get(round_item=q.items["Billing"], panelist=q.panelist).unable_to_rate
+    assert q.stored() is None
+
+
+def test_draft_survives_reloads_and_a_failing_draft_endpoint_then_submits(
+    live_server, page: Page, built: PanelStudy, monkeypatch: pytest.MonkeyPatch
+):
+    panelist = built.panelists[0]
+    round1 = built.round(1)
+    log_in(page, live_server, built, panelist.user.username)
+    q = Questionnaire(
+        page=page,
+        panelist=panelist,
+        round1=round1,
+        items={item.name: item for item in round1.items.all()},
+        storage_key=f"delphi-draft-{built.study.pk}-1-{panelist.pk}",
+    )
+    half_way_answers_are_autosaved(q)
+    answers_stay_in_the_browser_while_the_endpoint_fails(q, monkeypatch)
+    a_reload_restores_them_from_the_browser(q)
+    the_retry_reaches_the_server(q, monkeypatch)
+    unable_to_rate_and_a_rating_exclude_each_other(q)
+    submit_after_a_missing_answer_is_listed(q)
 
 
 def test_round_two_feedback_and_the_reason_outside_the_iqr(

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -90,39 +92,52 @@ def answer_round(page: Page, study: DelphiStudy, number: int, index: int) -> Non
     expect(page.locator("main")).to_contain_text("Thank you")
 
 
-def coordinator_step(page: Page, live_server, study: DelphiStudy, button: str) -> None:
-    page.goto(f"{live_server.url}/delphi/{study.pk}/")
-    click_and_wait(page, button)
-    expect(page.locator(".messages .error")).to_have_count(0)
+@dataclass
+class StudyRun:
+    """The coordinator's page, the live server's URL, the study and each panelist's page."""
+
+    lead: Page
+    url: str
+    study: DelphiStudy | None = None
+    panel: list[Page] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return f"{self.url}/delphi/{self.study.pk}"
+
+    def step(self, *buttons: str) -> None:
+        """Press each button of the study's overview page in turn; none may show an error."""
+        for button in buttons:
+            self.lead.goto(self.base + "/")
+            click_and_wait(self.lead, button)
+            expect(self.lead.locator(".messages .error")).to_have_count(0)
+
+    def panel_answers(self, number: int) -> None:
+        for index, page in enumerate(self.panel):
+            answer_round(page, self.study, number, index)
 
 
-def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_study(
-    live_server, browser: Browser, tmp_path
-):
-    coordinator = UserFactory(username="delphi-lead")
-    coordinator.user_permissions.add(
-        Permission.objects.get(codename="add_delphistudy"),
-        Permission.objects.get(codename="add_ratingstudy"),
-    )
-    lead_context = browser.new_context()
-    lead = lead_context.new_page()
-    lead.set_default_timeout(20_000)
-    log_in(lead, live_server, "delphi-lead")
+# --------------------------------------------------------------------------- steps
 
-    # --- Set-up: create with an uploaded draft, set the protocol.
+
+def create_with_an_uploaded_draft(run: StudyRun, tmp_path: Path) -> None:
     draft_file = tmp_path / "draft.json"
     draft_file.write_text(json.dumps(DRAFT), encoding="utf-8")
-    lead.goto(live_server.url + "/delphi/new/")
+    lead = run.lead
+    lead.goto(run.url + "/delphi/new/")
     lead.fill("input[name='title']", "Which tasks belong in our benchmark?")
     lead.fill("textarea[name='aims']", "Agree the subcategories of a local benchmark.")
     lead.check("input[name='taxonomy_source'][value='upload']")
     lead.set_input_files("input[name='taxonomy_file']", str(draft_file))
     click_and_wait(lead, "Create Delphi study")
-    study = DelphiStudy.objects.get(title="Which tasks belong in our benchmark?")
-    base = f"{live_server.url}/delphi/{study.pk}"
-    assert study.draft_taxonomy.name == "Small draft"
+    run.study = DelphiStudy.objects.get(title="Which tasks belong in our benchmark?")
+    assert run.study.draft_taxonomy.name == "Small draft"
 
-    lead.goto(base + "/protocol/")
+
+def set_the_protocol(run: StudyRun) -> None:
+    """Subcategories rated, placement asked, COMET 70/15, at most three rounds."""
+    lead = run.lead
+    lead.goto(run.base + "/protocol/")
     lead.uncheck("input[name='rate_kinds'][value='category']")
     lead.uncheck("input[name='rate_kinds'][value='task']")
     lead.check("input[name='placement'][value='agree']")
@@ -131,47 +146,52 @@ def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_stud
     lead.fill("input[name='max_rounds']", "3")
     lead.check("input[name='all_resolved']")
     click_and_wait(lead, "Save protocol")
-    study.refresh_from_db()
-    assert study.questions["rate_kinds"] == ["subcategory"]
-    assert study.stopping_rule == {"max_rounds": 3, "all_resolved": True}
+    run.study.refresh_from_db()
+    assert run.study.questions["rate_kinds"] == ["subcategory"]
+    assert run.study.stopping_rule == {"max_rounds": 3, "all_resolved": True}
 
-    # --- The panel: six invitations; each panelist joins from the link in their e-mail.
+
+def invite_the_panel(run: StudyRun, browser: Browser) -> None:
+    """Six invitations; each panelist joins from the link in their e-mail with a new account."""
     for i in range(N_PANELISTS):
-        lead.goto(base + "/panel/")
-        lead.fill("input[name='email']", f"clinician{i}@hospital.example")
-        lead.fill("input[name='stakeholder_group']", "physician" if i < 4 else "nurse")
-        lead.fill("input[name='specialty']", "internal medicine")
-        click_and_wait(lead, "Invite")
+        run.lead.goto(run.base + "/panel/")
+        run.lead.fill("input[name='email']", f"clinician{i}@hospital.example")
+        run.lead.fill("input[name='stakeholder_group']", "physician" if i < 4 else "nurse")
+        run.lead.fill("input[name='specialty']", "internal medicine")
+        click_and_wait(run.lead, "Invite")
     assert len(mail.outbox) == N_PANELISTS
-    panel_pages: list[Page] = []
     for i, message in enumerate(mail.outbox):
         link = re.search(r"(http://\S+/delphi/join/\S+/)", message.body)
         assert link and message.to == [f"clinician{i}@hospital.example"], message.body
         page = browser.new_context().new_page()
         page.set_default_timeout(20_000)
         # The link is addressed to the site's own URL; follow its path on the live server.
-        page.goto(live_server.url + "/delphi/join/" + link.group(1).split("/delphi/join/")[1])
+        page.goto(run.url + "/delphi/join/" + link.group(1).split("/delphi/join/")[1])
         page.fill("#id_username", f"panelist{i}")
         page.fill("#id_password1", "a-Long-enough-passw0rd")
         page.fill("#id_password2", "a-Long-enough-passw0rd")
         click_and_wait(page, "Create account and join")
-        panel_pages.append(page)
-    assert study.panelists.filter(user__isnull=False).count() == N_PANELISTS
-    assert not study.panelists.exclude(invite_token_hash="").exists()  # links are spent
+        run.panel.append(page)
+    assert run.study.panelists.filter(user__isnull=False).count() == N_PANELISTS
+    assert not run.study.panelists.exclude(invite_token_hash="").exists()  # links are spent
 
-    # --- Lock the protocol; round 1 is drafted from the taxonomy.
-    lead.goto(base + "/protocol/")
-    lead.check("input[name='confirm']")
-    click_and_wait(lead, "Lock protocol")
-    study.refresh_from_db()
-    assert study.status == DelphiStudy.Status.LOCKED and len(study.protocol_hash) == 64
-    expect(lead.locator("main")).to_contain_text(study.protocol_hash)
 
-    # --- Round 1 (collects suggestions).
-    coordinator_step(lead, live_server, study, "Open round 1")
-    first = panel_pages[0]
-    first.goto(base + "/round/")
-    round1 = study.rounds.get(number=1)
+def lock_the_protocol(run: StudyRun) -> None:
+    """Locking drafts round 1 from the taxonomy."""
+    run.lead.goto(run.base + "/protocol/")
+    run.lead.check("input[name='confirm']")
+    click_and_wait(run.lead, "Lock protocol")
+    run.study.refresh_from_db()
+    assert run.study.status == DelphiStudy.Status.LOCKED and len(run.study.protocol_hash) == 64
+    expect(run.lead.locator("main")).to_contain_text(run.study.protocol_hash)
+
+
+def run_round_1_with_a_suggestion(run: StudyRun) -> None:
+    """Round 1 collects suggestions: the first panelist suggests a rename; all answer."""
+    run.step("Open round 1")
+    first = run.panel[0]
+    first.goto(run.base + "/round/")
+    round1 = run.study.rounds.get(number=1)
     scheduling = round1.items.get(name="Scheduling")
     first.select_option("select[name='kind']", "rename")
     first.select_option("select[name='target']", str(scheduling.identity))
@@ -179,10 +199,12 @@ def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_stud
     first.fill("textarea[name='text']", "Scheduling alone is ambiguous (staff or patients?).")
     click_and_wait(first, "Add suggestion")
     assert Suggestion.objects.filter(round=round1, kind="rename").count() == 1
-    for index, page in enumerate(panel_pages):
-        answer_round(page, study, 1, index)
-    coordinator_step(lead, live_server, study, "Close round 1")
-    coordinator_step(lead, live_server, study, "Analyse round 1")
+    run.panel_answers(1)
+    run.step("Close round 1", "Analyse round 1")
+
+
+def round_1_outcomes_are_as_rated(run: StudyRun) -> None:
+    round1 = run.study.rounds.get(number=1)
     outcomes = dict(
         RoundItemStatistics.objects.filter(round_item__round=round1, group="").values_list(
             "round_item__name", "outcome"
@@ -201,23 +223,26 @@ def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_stud
         )
     ) == {"withheld"}
 
-    lead.goto(base + "/rounds/1/")
-    lead.check("input[name='decision'][value='accept']")
-    lead.fill("textarea[name='reason']", "Clearer; the panel's wording.")
-    click_and_wait(lead, "Decide")
-    coordinator_step(lead, live_server, study, "Release the feedback of round 1")
-    coordinator_step(lead, live_server, study, "Start round 2")
-    coordinator_step(lead, live_server, study, "Open round 2")
 
-    # --- Round 2: feedback beside each item; the renamed item shows what changed.
-    round2 = study.rounds.get(number=2)
+def accept_the_suggestion_and_open_round_2(run: StudyRun) -> None:
+    run.lead.goto(run.base + "/rounds/1/")
+    run.lead.check("input[name='decision'][value='accept']")
+    run.lead.fill("textarea[name='reason']", "Clearer; the panel's wording.")
+    click_and_wait(run.lead, "Decide")
+    run.step("Release the feedback of round 1", "Start round 2", "Open round 2")
+    round2 = run.study.rounds.get(number=2)
     assert sorted(round2.items.values_list("name", "item_version")) == [
         ("Appointment scheduling", 2),
         ("Billing", 1),
     ]
-    second = panel_pages[1]
-    second.goto(base + "/round/")
-    billing = round2.items.get(name="Billing")
+
+
+def round_2_shows_feedback_and_what_changed(run: StudyRun) -> None:
+    """Feedback beside each item, the anonymous comment, the renamed item; no one else's
+    identity on the page."""
+    second = run.panel[1]
+    second.goto(run.base + "/round/")
+    billing = run.study.rounds.get(number=2).items.get(name="Billing")
     feedback = second.locator(f"#item-{billing.pk}")
     expect(feedback.locator("svg")).to_have_count(1)
     expect(feedback).to_contain_text("Billing is admin, not care.")  # anonymous comment
@@ -226,35 +251,31 @@ def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_stud
     page_text = second.content()
     for other in ("panelist0", "panelist2", "clinician0@", "P01", "P03"):
         assert other not in page_text, f"{other} leaked to panelist1's page"
-    for index, page in enumerate(panel_pages):
-        answer_round(page, study, 2, index)
-    coordinator_step(lead, live_server, study, "Close round 2")
-    coordinator_step(lead, live_server, study, "Analyse round 2")
-    coordinator_step(lead, live_server, study, "Release the feedback of round 2")
-    coordinator_step(lead, live_server, study, "Start round 3")
-    coordinator_step(lead, live_server, study, "Open round 3")
 
-    # --- Round 3: only Billing is left; the stopping rule is met after it.
-    round3 = study.rounds.get(number=3)
+
+def run_round_3_to_the_stopping_rule(run: StudyRun) -> None:
+    """Only Billing is left; the stopping rule is met after round 3; the study finishes."""
+    round3 = run.study.rounds.get(number=3)
     assert list(round3.items.values_list("name", flat=True)) == ["Billing"]
-    for index, page in enumerate(panel_pages):
-        answer_round(page, study, 3, index)
-    coordinator_step(lead, live_server, study, "Close round 3")
-    coordinator_step(lead, live_server, study, "Analyse round 3")
+    run.panel_answers(3)
+    run.step("Close round 3", "Analyse round 3")
     round3.refresh_from_db()
     assert round3.stopping_decision["stop"] is True
     assert set(round3.stopping_decision["criteria_met"]) == {"max_rounds", "all_resolved"}
     assert (
-        PanelistRound.objects.filter(round__study=study, status="submitted").count()
+        PanelistRound.objects.filter(round__study=run.study, status="submitted").count()
         == 3 * N_PANELISTS
     )
-    coordinator_step(lead, live_server, study, "Finish the study")
-    lead.goto(base + "/")
-    lead.fill("#release-name", "Local benchmark taxonomy 2026")
-    click_and_wait(lead, "Release the taxonomy")
-    study.refresh_from_db()
-    assert study.status == DelphiStudy.Status.RELEASED
-    released = study.released_taxonomy
+    run.step("Finish the study")
+
+
+def release_the_taxonomy(run: StudyRun) -> TaxonomyVersion:
+    run.lead.goto(run.base + "/")
+    run.lead.fill("#release-name", "Local benchmark taxonomy 2026")
+    click_and_wait(run.lead, "Release the taxonomy")
+    run.study.refresh_from_db()
+    assert run.study.status == DelphiStudy.Status.RELEASED
+    released = run.study.released_taxonomy
     assert released.source == TaxonomyVersion.Source.DELPHI
     tree = {
         node.name: (node.kind, node.parent.name if node.parent else None)
@@ -273,10 +294,14 @@ def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_stud
         "no_consensus",
         "consensus_in",
     ]
-    assert all(r.status == Round.Status.ANALYSED for r in study.rounds.filter(number=3))
+    assert all(r.status == Round.Status.ANALYSED for r in run.study.rounds.filter(number=3))
+    return released
 
-    # --- A rating study on the released version, its items filed under its nodes.
-    lead.goto(live_server.url + "/studies/new/")
+
+def file_rating_items_under(run: StudyRun, released: TaxonomyVersion, tmp_path: Path) -> None:
+    """A rating study on the released version; its imported items land under its nodes."""
+    lead = run.lead
+    lead.goto(run.url + "/studies/new/")
     lead.fill("input[name='name']", "Ratings under the consensus taxonomy")
     lead.select_option("select[name='taxonomy_version']", label=released.name)
     with lead.expect_navigation():
@@ -291,7 +316,7 @@ def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_stud
         "Appointment scheduling\n",
         encoding="utf-8",
     )
-    lead.goto(f"{live_server.url}/studies/{rating_study.pk}/import/")
+    lead.goto(f"{run.url}/studies/{rating_study.pk}/import/")
     lead.select_option("select[name='file_format']", "csv")
     lead.set_input_files("input[name='file']", str(items_csv))
     with lead.expect_navigation():
@@ -303,3 +328,40 @@ def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_stud
     assert set(
         Item.objects.filter(study=rating_study).values_list("taxonomy_node__version", flat=True)
     ) == {released.pk}
+
+
+# --------------------------------------------------------------------------- the story
+
+
+def test_three_rounds_six_panelists_to_a_released_taxonomy_used_by_a_rating_study(
+    live_server, browser: Browser, tmp_path
+):
+    coordinator = UserFactory(username="delphi-lead")
+    coordinator.user_permissions.add(
+        Permission.objects.get(codename="add_delphistudy"),
+        Permission.objects.get(codename="add_ratingstudy"),
+    )
+    lead = browser.new_context().new_page()
+    lead.set_default_timeout(20_000)
+    log_in(lead, live_server, "delphi-lead")
+    run = StudyRun(lead=lead, url=live_server.url)
+
+    create_with_an_uploaded_draft(run, tmp_path)
+    set_the_protocol(run)
+    invite_the_panel(run, browser)
+    lock_the_protocol(run)
+    run_round_1_with_a_suggestion(run)
+    round_1_outcomes_are_as_rated(run)
+    accept_the_suggestion_and_open_round_2(run)
+    round_2_shows_feedback_and_what_changed(run)
+    run.panel_answers(2)
+    run.step(
+        "Close round 2",
+        "Analyse round 2",
+        "Release the feedback of round 2",
+        "Start round 3",
+        "Open round 3",
+    )
+    run_round_3_to_the_stopping_rule(run)
+    released = release_the_taxonomy(run)
+    file_rating_items_under(run, released, tmp_path)
