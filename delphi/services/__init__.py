@@ -1,5 +1,7 @@
 """Writes for taxonomies and Delphi studies (services), one module per stage of a study."""
 
+from delphi.errors import DelphiError
+from delphi.services.analysis import analyse_round, paired_ratings
 from delphi.services.answers import (
     add_suggestion,
     missing_answers,
@@ -8,21 +10,20 @@ from delphi.services.answers import (
     save_answers,
     submit_round,
 )
-from delphi.errors import DelphiError
-from delphi.services.rounds import (
+from delphi.services.next_round import start_next_round
+from delphi.services.release import (
     ReleaseSummary,
-    analyse_round,
-    close_round,
     finish_study,
     latest_outcomes,
     node_history,
-    open_round,
-    paired_ratings,
-    release_feedback,
     release_taxonomy,
     removed_identities,
+)
+from delphi.services.rounds import (
+    close_round,
+    open_round,
+    release_feedback,
     send_reminders,
-    start_next_round,
     triage_suggestion,
 )
 from delphi.services.setup import (

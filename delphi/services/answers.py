@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from delphi import protocol
 from delphi.audit import record
+from delphi.errors import DelphiError
 from delphi.models import (
     Panelist,
     PanelistRound,
@@ -21,7 +22,6 @@ from delphi.models import (
     Suggestion,
 )
 from delphi.selectors import placement_categories
-from delphi.errors import DelphiError
 
 ANSWER_KEYS = {"rating", "unable", "placement_agrees", "placement_choice", "comment", "reason"}
 

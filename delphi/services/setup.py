@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from delphi import consensus, protocol, stats
 from delphi.audit import record
+from delphi.errors import DelphiError
 from delphi.models import (
     DelphiCoordinator,
     DelphiStudy,
@@ -23,7 +24,6 @@ from delphi.models import (
     RoundItem,
     TaxonomyVersion,
 )
-from delphi.errors import DelphiError
 from delphi.services.taxonomy import version_tree
 
 DEFAULT_CONSENSUS_RULE: dict[str, Any] = {"preset": "comet_70_15"}
