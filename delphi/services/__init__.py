@@ -11,6 +11,14 @@ from delphi.services.answers import (
     submit_round,
 )
 from delphi.services.next_round import start_next_round
+from delphi.services.panel import (
+    accept_invitation,
+    create_account_and_accept,
+    invite_panelist,
+    panelist_for_token,
+    renew_invitation,
+    withdraw_panelist,
+)
 from delphi.services.release import (
     ReleaseSummary,
     finish_study,
@@ -27,18 +35,12 @@ from delphi.services.rounds import (
     triage_suggestion,
 )
 from delphi.services.setup import (
-    accept_invitation,
     add_coordinator,
-    create_account_and_accept,
     create_delphi_study,
     current_protocol_document,
-    invite_panelist,
     lock_protocol,
-    panelist_for_token,
-    renew_invitation,
     set_draft_taxonomy,
     update_protocol,
-    withdraw_panelist,
 )
 from delphi.services.taxonomy import (
     MEDHELM_TAXONOMY_FIXTURE,

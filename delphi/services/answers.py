@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from delphi import protocol
+from delphi import protocol, suggestions
 from delphi.audit import record
 from delphi.errors import DelphiError
 from delphi.models import (
@@ -275,15 +275,6 @@ def _finalise(*, panelist: Panelist, round_: Round) -> PanelistRound:
     return entry
 
 
-SUGGESTION_DETAILS = {
-    Suggestion.Kind.ADD: {"name", "kind", "parent_identity", "description"},
-    Suggestion.Kind.RENAME: {"name"},
-    Suggestion.Kind.MOVE: {"parent_identity"},
-    Suggestion.Kind.MERGE: {"into_identity"},
-    Suggestion.Kind.DELETE: set(),
-}
-
-
 @transaction.atomic
 def add_suggestion(
     *,
@@ -298,64 +289,18 @@ def add_suggestion(
     _open_panelist_round(panelist=panelist, round_=round_)
     if not round_.collects_suggestions:
         raise DelphiError(f"round {round_.number} does not collect suggestions")
-    if kind not in Suggestion.Kind.values:
-        raise DelphiError(f"suggestion kind must be one of {Suggestion.Kind.values}, got {kind!r}")
-    details = {k: v for k, v in (details or {}).items() if v not in ("", None)}
-    unknown = set(details) - SUGGESTION_DETAILS[kind]
-    if unknown:
-        raise DelphiError(f"a {kind} suggestion does not take {sorted(unknown)}")
-    by_identity = {str(item.identity): item for item in round_.items.all()}
-    target = None
-    if kind != Suggestion.Kind.ADD:
-        target = by_identity.get(str(target_identity or ""))
-        if target is None:
-            raise DelphiError(f"a {kind} suggestion needs the item it is about")
-
-    def _parent(key: str, allowed_kinds: set[str]) -> None:
-        parent = by_identity.get(str(details.get(key, "")))
-        if parent is None or parent.kind not in allowed_kinds:
-            raise DelphiError(f"{kind} suggestion: {key} must be a {' or '.join(allowed_kinds)}")
-
-    if kind == Suggestion.Kind.ADD:
-        if not str(details.get("name", "")).strip():
-            raise DelphiError("add suggestion: give the new item's name")
-        new_kind = details.get("kind", "subcategory")
-        if new_kind not in ("category", "subcategory", "task"):
-            raise DelphiError(
-                f"add suggestion: kind must be category, subcategory or task, got {new_kind!r}"
-            )
-        details["kind"] = new_kind
-        if new_kind == "subcategory":
-            _parent("parent_identity", {"category"})
-        elif new_kind == "task":
-            _parent("parent_identity", {"subcategory"})
-        elif "parent_identity" in details:
-            raise DelphiError("add suggestion: a category has no parent")
-    elif kind == Suggestion.Kind.RENAME:
-        if not str(details.get("name", "")).strip():
-            raise DelphiError("rename suggestion: give the new name")
-    elif kind == Suggestion.Kind.MOVE:
-        assert target is not None
-        if target.kind == "category":
-            raise DelphiError("move suggestion: a category has no parent to move from")
-        _parent(
-            "parent_identity", {"category"} if target.kind == "subcategory" else {"subcategory"}
-        )
-    elif kind == Suggestion.Kind.MERGE:
-        assert target is not None
-        into = by_identity.get(str(details.get("into_identity", "")))
-        if into is None or into.kind != target.kind or into.identity == target.identity:
-            raise DelphiError(
-                "merge suggestion: into_identity must be another item of the same kind"
-            )
-    if not text.strip():
-        raise DelphiError("say why: a suggestion needs its rationale")
-    suggestion = Suggestion.objects.create(
+    checked = suggestions.check_suggestion(
+        kind=kind,
+        text=text,
+        target_identity=target_identity,
+        details=details or {},
+        items={str(item.identity): item for item in round_.items.all()},
+    )
+    return Suggestion.objects.create(
         round=round_,
         panelist=panelist,
-        kind=kind,
-        target_identity=target.identity if target else None,
-        details={k: (str(v).strip()) for k, v in details.items()},
-        text=text.strip(),
+        kind=checked.kind,
+        target_identity=checked.target_identity,
+        details=checked.details,
+        text=checked.text,
     )
-    return suggestion

@@ -16,8 +16,8 @@ from django.utils import timezone
 from delphi.audit import record
 from delphi.errors import DelphiError
 from delphi.models import DelphiStudy, Panelist, PanelistRound, Round, Suggestion
+from delphi.services.panel import renew_invitation
 from delphi.services.round_state import ACTIVE_STATUSES, locked_round, require_status
-from delphi.services.setup import renew_invitation
 
 
 def _round_link(round_: Round, base_url: str) -> str:
