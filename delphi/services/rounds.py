@@ -75,20 +75,26 @@ def open_round(
     )
     joined = [p for p in panelists if p.user_id is not None]
     link = _round_link(round_, base_url)
-    deadline = f" It closes on {closes_at:%Y-%m-%d %H:%M} UTC." if closes_at else ""
-
-    def notify() -> None:
-        for panelist in joined:
-            send_mail(
-                f"Round {round_.number} of {study.title!r} is open",
-                f"Dear panelist {panelist.pseudonym},\n\nround {round_.number} is open.{deadline}"
-                f"\n\nYour answers save as you go:\n{link}\n",
-                None,
-                [panelist.email],
-            )
-
-    transaction.on_commit(notify)
+    transaction.on_commit(lambda: _mail_opened(study, round_, joined, link, closes_at))
     return round_
+
+
+def _mail_opened(
+    study: DelphiStudy,
+    round_: Round,
+    panelists: list[Panelist],
+    link: str,
+    closes_at: datetime | None,
+) -> None:
+    deadline = f" It closes on {closes_at:%Y-%m-%d %H:%M} UTC." if closes_at else ""
+    for panelist in panelists:
+        send_mail(
+            f"Round {round_.number} of {study.title!r} is open",
+            f"Dear panelist {panelist.pseudonym},\n\nround {round_.number} is open.{deadline}"
+            f"\n\nYour answers save as you go:\n{link}\n",
+            None,
+            [panelist.email],
+        )
 
 
 @transaction.atomic
