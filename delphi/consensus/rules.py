@@ -167,7 +167,9 @@ class MedianIqr:
 @dataclass(frozen=True)
 class RandUcla:
     """RAND/UCLA: appropriate (in) = median 7-9 without disagreement; inappropriate (out) =
-    median 1-3 without disagreement; uncertain (no consensus) otherwise."""
+    median 1-3 without disagreement; uncertain (no consensus) otherwise, including a median
+    between bands (3.5 or 6.5, possible with an even panel). Disagreement is the IPR > IPRAS
+    flag of `delphi.stats`, which depends on the quantile method."""
 
     min_n: int = 1
     preset: ClassVar[str] = "rand_ucla"

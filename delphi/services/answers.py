@@ -39,10 +39,10 @@ class Answer:
 def parse_answer(raw: Any, *, where: str) -> Answer:
     """One item's answer from JSON or form data; DelphiError naming `where` otherwise."""
     if not isinstance(raw, dict):
-        raise DelphiError(f"{where}: must be an object")
+        raise DelphiError(f"{where}: must be an object", field="answers")
     unknown = set(raw) - ANSWER_KEYS
     if unknown:
-        raise DelphiError(f"{where}: unknown key(s) {sorted(unknown)}")
+        raise DelphiError(f"{where}: unknown key(s) {sorted(unknown)}", field="answers")
     rating = raw.get("rating")
     if rating in ("", None):
         rating = None
@@ -51,16 +51,19 @@ def parse_answer(raw: Any, *, where: str) -> Answer:
             rating = int(rating)
         except (TypeError, ValueError):
             raise DelphiError(
-                f"{where}.rating: must be a whole number 1-9, got {rating!r}"
+                f"{where}.rating: must be a whole number 1-9, got {rating!r}", field="answers"
             ) from None
         if (
             str(raw.get("rating")).strip() not in (str(rating), f"{rating}.0")
             or not 1 <= rating <= 9
         ):
-            raise DelphiError(f"{where}.rating: must be a whole number 1-9, got {raw['rating']!r}")
+            raise DelphiError(
+                f"{where}.rating: must be a whole number 1-9, got {raw['rating']!r}",
+                field="answers",
+            )
     unable = raw.get("unable") in (True, "true", "on", "1", 1)
     if unable and rating is not None:
-        raise DelphiError(f"{where}: give a rating or 'unable to rate', not both")
+        raise DelphiError(f"{where}: give a rating or 'unable to rate', not both", field="answers")
     agrees = raw.get("placement_agrees")
     if agrees in ("", None):
         agrees = None
@@ -69,7 +72,9 @@ def parse_answer(raw: Any, *, where: str) -> Answer:
     elif agrees in (False, "false", "no", "0", 0):
         agrees = False
     else:
-        raise DelphiError(f"{where}.placement_agrees: must be yes or no, got {agrees!r}")
+        raise DelphiError(
+            f"{where}.placement_agrees: must be yes or no, got {agrees!r}", field="answers"
+        )
     choice = raw.get("placement_choice")
     if choice in ("", None):
         choice = None
@@ -77,13 +82,17 @@ def parse_answer(raw: Any, *, where: str) -> Answer:
         try:
             choice = uuid.UUID(str(choice))
         except ValueError:
-            raise DelphiError(f"{where}.placement_choice: not a category id: {choice!r}") from None
+            raise DelphiError(
+                f"{where}.placement_choice: not a category id: {choice!r}", field="answers"
+            ) from None
     comment = raw.get("comment") or ""
     reason = raw.get("reason") or ""
     if not isinstance(comment, str) or not isinstance(reason, str):
-        raise DelphiError(f"{where}: comment and reason must be text")
+        raise DelphiError(f"{where}: comment and reason must be text", field="answers")
     if len(comment) > 5000 or len(reason) > 5000:
-        raise DelphiError(f"{where}: comment and reason are limited to 5,000 characters")
+        raise DelphiError(
+            f"{where}: comment and reason are limited to 5,000 characters", field="answers"
+        )
     return Answer(rating, unable, agrees, choice, comment.strip(), reason.strip())
 
 
@@ -128,15 +137,21 @@ def save_answers(
     for key, raw in answers.items():
         item = items.get(str(key))
         if item is None:
-            raise DelphiError(f"answers[{key}]: no such item in round {round_.number}")
+            raise DelphiError(
+                f"answers[{key}]: no such item in round {round_.number}", field="answers"
+            )
         where = f"answers[{item.name!r}]"
         answer = parse_answer(raw, where=where)
         if answer.unable and not questions["allow_unable_to_rate"]:
-            raise DelphiError(f"{where}: 'unable to rate' is not offered in this study; rate 1-9")
+            raise DelphiError(
+                f"{where}: 'unable to rate' is not offered in this study; rate 1-9", field="answers"
+            )
         if answer.comment and not questions["comments"]:
-            raise DelphiError(f"{where}: this study asks for no comments")
+            raise DelphiError(f"{where}: this study asks for no comments", field="answers")
         if answer.placement_choice is not None and answer.placement_choice not in categories:
-            raise DelphiError(f"{where}.placement_choice: not a category of this taxonomy")
+            raise DelphiError(
+                f"{where}.placement_choice: not a category of this taxonomy", field="answers"
+            )
         parsed.append((item, answer))
     for item, answer in parsed:
         Response.objects.update_or_create(
@@ -167,7 +182,10 @@ def _comprehensiveness(value: Any) -> int:
     except (TypeError, ValueError):
         number = 0
     if not 1 <= number <= 5 or str(value).strip() != str(number):
-        raise DelphiError(f"comprehensiveness: must be a whole number 1-5, got {value!r}")
+        raise DelphiError(
+            f"comprehensiveness: must be a whole number 1-5, got {value!r}",
+            field="comprehensiveness",
+        )
     return number
 
 

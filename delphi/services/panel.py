@@ -57,9 +57,9 @@ def invite_panelist(
         raise DelphiError("the study has finished; no more panelists can join")
     email = email.strip().lower()
     if "@" not in email:
-        raise DelphiError(f"{email!r} is not an e-mail address")
+        raise DelphiError(f"{email!r} is not an e-mail address", field="email")
     if study.panelists.filter(email=email).exists():
-        raise DelphiError(f"{email} is already on the panel")
+        raise DelphiError(f"{email} is already on the panel", field="email")
     token = secrets.token_urlsafe(32)
     try:
         with transaction.atomic():
@@ -73,7 +73,7 @@ def invite_panelist(
                 invited_at=timezone.now(),
             )
     except IntegrityError:
-        raise DelphiError(f"{email} is already on the panel") from None
+        raise DelphiError(f"{email} is already on the panel", field="email") from None
     # Someone invited while a round is open answers that round too.
     for round_ in study.rounds.filter(status=Round.Status.OPEN):
         PanelistRound.objects.get_or_create(panelist=panelist, round=round_)
@@ -159,15 +159,17 @@ def create_account_and_accept(*, token: str, username: str, password: str) -> Pa
         )
     username = username.strip()
     if not username:
-        raise DelphiError("username: must not be empty")
+        raise DelphiError("username: must not be empty", field="username")
     User = get_user_model()
     if User.objects.filter(username=username).exists():
-        raise DelphiError(f"username: {username!r} is taken; choose another or log in first")
+        raise DelphiError(
+            f"username: {username!r} is taken; choose another or log in first", field="username"
+        )
     user = User(username=username)
     try:
         validate_password(password, user)
     except ValidationError as exc:
-        raise DelphiError("password: " + " ".join(exc.messages)) from None
+        raise DelphiError("password: " + " ".join(exc.messages), field="password") from None
     user.set_password(password)
     user.save()
     return accept_invitation(token=token, user=user)

@@ -166,7 +166,7 @@ def add_coordinator(
 ) -> DelphiCoordinator:
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        raise DelphiError(f"no user named {username!r}")
+        raise DelphiError(f"no user named {username!r}", field="username")
     coordinator, created = DelphiCoordinator.objects.get_or_create(study=study, user=user)
     if created:
         record(study=study, actor=actor, action="coordinator.add", target=username)
