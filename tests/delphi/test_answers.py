@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from delphi import services
+from delphi import services, suggestions
 from delphi.models import PanelistRound, Response, Suggestion
 from delphi.services import DelphiError
 from tests.delphi.flow import BASE_URL, answer_all, make_panel_study, run_round
@@ -379,3 +379,8 @@ def test_answer_all_helper_submits_everyone(open_study):
     assert set(
         PanelistRound.objects.filter(round=open_study.round(1)).values_list("status", flat=True)
     ) == {"submitted"}
+
+
+def test_the_pure_suggestion_rules_know_the_models_kinds():
+    assert list(suggestions.DETAIL_KEYS) == Suggestion.Kind.values
+    assert suggestions.ACCEPTED == Suggestion.Status.ACCEPTED

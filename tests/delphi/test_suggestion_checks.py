@@ -109,11 +109,3 @@ def test_a_checked_suggestion_is_stripped_and_typed():
     moved = check("move", BILLING, parent_identity=CARE)
     assert moved.target_identity == uuid.UUID(BILLING)
     assert check("merge", BILLING, into_identity=SCHEDULING).kind == "merge"
-
-
-def test_the_kinds_are_the_models_kinds():
-    from delphi import suggestions
-    from delphi.models import Suggestion
-
-    assert list(suggestions.DETAIL_KEYS) == Suggestion.Kind.values
-    assert suggestions.ACCEPTED == Suggestion.Status.ACCEPTED
