@@ -68,7 +68,7 @@ def finish_study(*, study: DelphiStudy, actor: AbstractBaseUser, reason: str = "
     return study
 
 
-def latest_outcomes(study: DelphiStudy) -> dict[str, tuple[RoundItem, str]]:
+def latest_outcomes(*, study: DelphiStudy) -> dict[str, tuple[RoundItem, str]]:
     """Each identity's latest round item among analysed rounds, with its whole-panel outcome."""
     latest: dict[str, tuple[RoundItem, str]] = {}
     for row in (
@@ -80,7 +80,7 @@ def latest_outcomes(study: DelphiStudy) -> dict[str, tuple[RoundItem, str]]:
     return latest
 
 
-def removed_identities(study: DelphiStudy) -> dict[str, str]:
+def removed_identities(*, study: DelphiStudy) -> dict[str, str]:
     """Identities taken out by accepted delete or merge suggestions, with why."""
     accepted = (
         Suggestion.objects.filter(round__study=study, status=Suggestion.Status.ACCEPTED)
@@ -93,7 +93,7 @@ def removed_identities(study: DelphiStudy) -> dict[str, str]:
     }
 
 
-def node_history(study: DelphiStudy, identity: str) -> list[dict[str, Any]]:
+def node_history(*, study: DelphiStudy, identity: str) -> list[dict[str, Any]]:
     """One entry per round the node was put to the panel: wording, version, outcome."""
     return _histories(study, identity=identity).get(str(identity), [])
 
@@ -158,7 +158,7 @@ def release_taxonomy(
         raise DelphiError("name: give the released taxonomy version a name", field="name")
     if TaxonomyVersion.objects.filter(name=name).exists():
         raise DelphiError(f"name: a taxonomy version named {name!r} exists already", field="name")
-    latest = latest_outcomes(study)
+    latest = latest_outcomes(study=study)
     entries, excluded = _consensus_entries(study, latest)
     version = TaxonomyVersion.objects.create(
         name=name,
@@ -190,7 +190,7 @@ def _consensus_entries(
 ) -> tuple[dict[str, _Entry], dict[str, str]]:
     """The nodes whose latest outcome is consensus in, with the unrated parent kinds they
     need from the draft; and the name of every other node with why it is out."""
-    removed = removed_identities(study)
+    removed = removed_identities(study=study)
     # Nodes keep the place they had when first put to the panel (the draft's tree order; added
     # items after), not the round they were last rated in: a category re-rated in round 2
     # must not move behind the others.
