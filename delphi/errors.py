@@ -1,4 +1,6 @@
-"""The one error type of the Delphi app: its message says what is wrong and where."""
+"""The one error type of the Delphi app: its message says what is wrong and where, and
+`field` names the form or API field at fault. consensus.RuleError (a bad consensus rule)
+and services.taxonomy.TaxonomyFormatError (a bad taxonomy file) are its subclasses."""
 
 from medhelm_site.common.errors import DomainError
 

@@ -24,6 +24,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from delphi.errors import DelphiError
+
 NODE_KINDS = ("category", "subcategory", "task")
 PLACEMENT_MODES = ("none", "agree", "choose")
 
@@ -50,14 +52,14 @@ PROTOCOL_FORMAT = "medhelm-studio delphi protocol v1"
 
 
 def validate_questions(data: Any) -> dict[str, Any]:
-    """The questions with defaults filled in; ValueError naming the bad key otherwise."""
+    """The questions with defaults filled in; DelphiError naming the bad key otherwise."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise ValueError(f"questions must be a JSON object, got {type(data).__name__}")
+        raise _invalid(f"questions must be a JSON object, got {type(data).__name__}")
     unknown = set(data) - set(DEFAULT_QUESTIONS)
     if unknown:
-        raise ValueError(
+        raise _invalid(
             f"questions: unknown key(s) {sorted(unknown)}; allowed: {sorted(DEFAULT_QUESTIONS)}"
         )
     questions = {**DEFAULT_QUESTIONS, **data}
@@ -68,19 +70,19 @@ def validate_questions(data: Any) -> dict[str, Any]:
         or any(kind not in NODE_KINDS for kind in kinds)
         or len(set(kinds)) != len(kinds)
     ):
-        raise ValueError(
+        raise _invalid(
             f"questions at rate_kinds: must be a non-empty list of distinct {list(NODE_KINDS)}, "
             f"got {kinds!r}"
         )
     questions["rate_kinds"] = [kind for kind in NODE_KINDS if kind in kinds]
     if questions["placement"] not in PLACEMENT_MODES:
-        raise ValueError(
+        raise _invalid(
             f"questions at placement: must be one of {list(PLACEMENT_MODES)}, "
             f"got {questions['placement']!r}"
         )
     for key in ("allow_unable_to_rate", "comments", "comprehensiveness"):
         if not isinstance(questions[key], bool):
-            raise ValueError(f"questions at {key}: must be true or false, got {questions[key]!r}")
+            raise _invalid(f"questions at {key}: must be true or false, got {questions[key]!r}")
     return questions
 
 
@@ -128,3 +130,7 @@ def build_protocol_document(
             "min_group_raters": min_group_raters,
         },
     }
+
+
+def _invalid(message: str) -> DelphiError:
+    return DelphiError(message, field="questions")

@@ -1,5 +1,7 @@
 """Writes for taxonomies and Delphi studies (services), one module per stage of a study."""
 
+from delphi.errors import DelphiError
+from delphi.services.analysis import analyse_round, paired_ratings
 from delphi.services.answers import (
     add_suggestion,
     missing_answers,
@@ -8,36 +10,37 @@ from delphi.services.answers import (
     save_answers,
     submit_round,
 )
-from delphi.errors import DelphiError
-from delphi.services.rounds import (
+from delphi.services.next_round import start_next_round
+from delphi.services.panel import (
+    accept_invitation,
+    create_account_and_accept,
+    invite_panelist,
+    panelist_for_token,
+    renew_invitation,
+    withdraw_panelist,
+)
+from delphi.services.release import (
     ReleaseSummary,
-    analyse_round,
-    close_round,
     finish_study,
     latest_outcomes,
     node_history,
-    open_round,
-    paired_ratings,
-    release_feedback,
     release_taxonomy,
     removed_identities,
+)
+from delphi.services.rounds import (
+    close_round,
+    open_round,
+    release_feedback,
     send_reminders,
-    start_next_round,
     triage_suggestion,
 )
 from delphi.services.setup import (
-    accept_invitation,
     add_coordinator,
-    create_account_and_accept,
     create_delphi_study,
     current_protocol_document,
-    invite_panelist,
     lock_protocol,
-    panelist_for_token,
-    renew_invitation,
     set_draft_taxonomy,
     update_protocol,
-    withdraw_panelist,
 )
 from delphi.services.taxonomy import (
     MEDHELM_TAXONOMY_FIXTURE,

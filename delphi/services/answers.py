@@ -9,8 +9,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from delphi import protocol
+from delphi import protocol, suggestions
 from delphi.audit import record
+from delphi.errors import DelphiError
 from delphi.models import (
     Panelist,
     PanelistRound,
@@ -21,7 +22,6 @@ from delphi.models import (
     Suggestion,
 )
 from delphi.selectors import placement_categories
-from delphi.errors import DelphiError
 
 ANSWER_KEYS = {"rating", "unable", "placement_agrees", "placement_choice", "comment", "reason"}
 
@@ -39,10 +39,10 @@ class Answer:
 def parse_answer(raw: Any, *, where: str) -> Answer:
     """One item's answer from JSON or form data; DelphiError naming `where` otherwise."""
     if not isinstance(raw, dict):
-        raise DelphiError(f"{where}: must be an object")
+        raise DelphiError(f"{where}: must be an object", field="answers")
     unknown = set(raw) - ANSWER_KEYS
     if unknown:
-        raise DelphiError(f"{where}: unknown key(s) {sorted(unknown)}")
+        raise DelphiError(f"{where}: unknown key(s) {sorted(unknown)}", field="answers")
     rating = raw.get("rating")
     if rating in ("", None):
         rating = None
@@ -51,16 +51,19 @@ def parse_answer(raw: Any, *, where: str) -> Answer:
             rating = int(rating)
         except (TypeError, ValueError):
             raise DelphiError(
-                f"{where}.rating: must be a whole number 1-9, got {rating!r}"
+                f"{where}.rating: must be a whole number 1-9, got {rating!r}", field="answers"
             ) from None
         if (
             str(raw.get("rating")).strip() not in (str(rating), f"{rating}.0")
             or not 1 <= rating <= 9
         ):
-            raise DelphiError(f"{where}.rating: must be a whole number 1-9, got {raw['rating']!r}")
+            raise DelphiError(
+                f"{where}.rating: must be a whole number 1-9, got {raw['rating']!r}",
+                field="answers",
+            )
     unable = raw.get("unable") in (True, "true", "on", "1", 1)
     if unable and rating is not None:
-        raise DelphiError(f"{where}: give a rating or 'unable to rate', not both")
+        raise DelphiError(f"{where}: give a rating or 'unable to rate', not both", field="answers")
     agrees = raw.get("placement_agrees")
     if agrees in ("", None):
         agrees = None
@@ -69,7 +72,9 @@ def parse_answer(raw: Any, *, where: str) -> Answer:
     elif agrees in (False, "false", "no", "0", 0):
         agrees = False
     else:
-        raise DelphiError(f"{where}.placement_agrees: must be yes or no, got {agrees!r}")
+        raise DelphiError(
+            f"{where}.placement_agrees: must be yes or no, got {agrees!r}", field="answers"
+        )
     choice = raw.get("placement_choice")
     if choice in ("", None):
         choice = None
@@ -77,13 +82,17 @@ def parse_answer(raw: Any, *, where: str) -> Answer:
         try:
             choice = uuid.UUID(str(choice))
         except ValueError:
-            raise DelphiError(f"{where}.placement_choice: not a category id: {choice!r}") from None
+            raise DelphiError(
+                f"{where}.placement_choice: not a category id: {choice!r}", field="answers"
+            ) from None
     comment = raw.get("comment") or ""
     reason = raw.get("reason") or ""
     if not isinstance(comment, str) or not isinstance(reason, str):
-        raise DelphiError(f"{where}: comment and reason must be text")
+        raise DelphiError(f"{where}: comment and reason must be text", field="answers")
     if len(comment) > 5000 or len(reason) > 5000:
-        raise DelphiError(f"{where}: comment and reason are limited to 5,000 characters")
+        raise DelphiError(
+            f"{where}: comment and reason are limited to 5,000 characters", field="answers"
+        )
     return Answer(rating, unable, agrees, choice, comment.strip(), reason.strip())
 
 
@@ -128,15 +137,21 @@ def save_answers(
     for key, raw in answers.items():
         item = items.get(str(key))
         if item is None:
-            raise DelphiError(f"answers[{key}]: no such item in round {round_.number}")
+            raise DelphiError(
+                f"answers[{key}]: no such item in round {round_.number}", field="answers"
+            )
         where = f"answers[{item.name!r}]"
         answer = parse_answer(raw, where=where)
         if answer.unable and not questions["allow_unable_to_rate"]:
-            raise DelphiError(f"{where}: 'unable to rate' is not offered in this study; rate 1-9")
+            raise DelphiError(
+                f"{where}: 'unable to rate' is not offered in this study; rate 1-9", field="answers"
+            )
         if answer.comment and not questions["comments"]:
-            raise DelphiError(f"{where}: this study asks for no comments")
+            raise DelphiError(f"{where}: this study asks for no comments", field="answers")
         if answer.placement_choice is not None and answer.placement_choice not in categories:
-            raise DelphiError(f"{where}.placement_choice: not a category of this taxonomy")
+            raise DelphiError(
+                f"{where}.placement_choice: not a category of this taxonomy", field="answers"
+            )
         parsed.append((item, answer))
     for item, answer in parsed:
         Response.objects.update_or_create(
@@ -167,7 +182,10 @@ def _comprehensiveness(value: Any) -> int:
     except (TypeError, ValueError):
         number = 0
     if not 1 <= number <= 5 or str(value).strip() != str(number):
-        raise DelphiError(f"comprehensiveness: must be a whole number 1-5, got {value!r}")
+        raise DelphiError(
+            f"comprehensiveness: must be a whole number 1-5, got {value!r}",
+            field="comprehensiveness",
+        )
     return number
 
 
@@ -275,15 +293,6 @@ def _finalise(*, panelist: Panelist, round_: Round) -> PanelistRound:
     return entry
 
 
-SUGGESTION_DETAILS = {
-    Suggestion.Kind.ADD: {"name", "kind", "parent_identity", "description"},
-    Suggestion.Kind.RENAME: {"name"},
-    Suggestion.Kind.MOVE: {"parent_identity"},
-    Suggestion.Kind.MERGE: {"into_identity"},
-    Suggestion.Kind.DELETE: set(),
-}
-
-
 @transaction.atomic
 def add_suggestion(
     *,
@@ -298,64 +307,18 @@ def add_suggestion(
     _open_panelist_round(panelist=panelist, round_=round_)
     if not round_.collects_suggestions:
         raise DelphiError(f"round {round_.number} does not collect suggestions")
-    if kind not in Suggestion.Kind.values:
-        raise DelphiError(f"suggestion kind must be one of {Suggestion.Kind.values}, got {kind!r}")
-    details = {k: v for k, v in (details or {}).items() if v not in ("", None)}
-    unknown = set(details) - SUGGESTION_DETAILS[kind]
-    if unknown:
-        raise DelphiError(f"a {kind} suggestion does not take {sorted(unknown)}")
-    by_identity = {str(item.identity): item for item in round_.items.all()}
-    target = None
-    if kind != Suggestion.Kind.ADD:
-        target = by_identity.get(str(target_identity or ""))
-        if target is None:
-            raise DelphiError(f"a {kind} suggestion needs the item it is about")
-
-    def _parent(key: str, allowed_kinds: set[str]) -> None:
-        parent = by_identity.get(str(details.get(key, "")))
-        if parent is None or parent.kind not in allowed_kinds:
-            raise DelphiError(f"{kind} suggestion: {key} must be a {' or '.join(allowed_kinds)}")
-
-    if kind == Suggestion.Kind.ADD:
-        if not str(details.get("name", "")).strip():
-            raise DelphiError("add suggestion: give the new item's name")
-        new_kind = details.get("kind", "subcategory")
-        if new_kind not in ("category", "subcategory", "task"):
-            raise DelphiError(
-                f"add suggestion: kind must be category, subcategory or task, got {new_kind!r}"
-            )
-        details["kind"] = new_kind
-        if new_kind == "subcategory":
-            _parent("parent_identity", {"category"})
-        elif new_kind == "task":
-            _parent("parent_identity", {"subcategory"})
-        elif "parent_identity" in details:
-            raise DelphiError("add suggestion: a category has no parent")
-    elif kind == Suggestion.Kind.RENAME:
-        if not str(details.get("name", "")).strip():
-            raise DelphiError("rename suggestion: give the new name")
-    elif kind == Suggestion.Kind.MOVE:
-        assert target is not None
-        if target.kind == "category":
-            raise DelphiError("move suggestion: a category has no parent to move from")
-        _parent(
-            "parent_identity", {"category"} if target.kind == "subcategory" else {"subcategory"}
-        )
-    elif kind == Suggestion.Kind.MERGE:
-        assert target is not None
-        into = by_identity.get(str(details.get("into_identity", "")))
-        if into is None or into.kind != target.kind or into.identity == target.identity:
-            raise DelphiError(
-                "merge suggestion: into_identity must be another item of the same kind"
-            )
-    if not text.strip():
-        raise DelphiError("say why: a suggestion needs its rationale")
-    suggestion = Suggestion.objects.create(
+    checked = suggestions.check_suggestion(
+        kind=kind,
+        text=text,
+        target_identity=target_identity,
+        details=details or {},
+        items={str(item.identity): item for item in round_.items.all()},
+    )
+    return Suggestion.objects.create(
         round=round_,
         panelist=panelist,
-        kind=kind,
-        target_identity=target.identity if target else None,
-        details={k: (str(v).strip()) for k, v in details.items()},
-        text=text.strip(),
+        kind=checked.kind,
+        target_identity=checked.target_identity,
+        details=checked.details,
+        text=checked.text,
     )
-    return suggestion

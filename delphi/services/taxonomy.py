@@ -12,12 +12,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from delphi.errors import DelphiError
 from delphi.models import TaxonomyNode, TaxonomyVersion
 
 MEDHELM_TAXONOMY_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "medhelm_taxonomy.json"
 
 
-class TaxonomyFormatError(ValueError):
+class TaxonomyFormatError(DelphiError):
     """A taxonomy file that does not have the expected shape; the message says where."""
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from delphi import services
-from delphi.models import DelphiStudy, Panelist, Round
+from delphi.models import DelphiStudy, Panelist, Round, RoundItemStatistics
 from tests.factories import UserFactory
 
 SMALL_TAXONOMY = {
@@ -104,3 +104,22 @@ def run_round(built: PanelStudy, round_: Round, ratings: dict[str, list[int | No
     services.close_round(round_=round_, actor=actor)
     services.analyse_round(round_=round_, actor=actor)
     return services.release_feedback(round_=round_, actor=actor)
+
+
+def submit_ratings(panelist: Panelist, round_: Round, ratings: dict[str, int | None]) -> None:
+    """One panelist rates item named n with ratings[n] (8 when not given; None: unable to
+    rate) and submits."""
+    answers = {}
+    for item in round_.items.all():
+        value = ratings.get(item.name, 8)
+        answers[str(item.pk)] = {"placement_agrees": True} | (
+            {"unable": True} if value is None else {"rating": value}
+        )
+    services.submit_round(panelist=panelist, round_=round_, answers=answers, comprehensiveness=4)
+
+
+def item_stats(round_: Round, name: str, group: str = "") -> RoundItemStatistics:
+    """The stored statistics of the item named `name` (whole panel, or one group)."""
+    return RoundItemStatistics.objects.get(
+        round_item__round=round_, round_item__name=name, group=group
+    )

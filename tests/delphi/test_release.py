@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
 from delphi import services
 from delphi.models import DelphiStudy, Suggestion, TaxonomyVersion
 from delphi.services import DelphiError
-from tests.delphi.flow import BASE_URL, answer_all, make_panel_study, run_round
+from tests.delphi.flow import (
+    BASE_URL,
+    answer_all,
+    make_panel_study,
+    run_round,
+)
 from tests.delphi.flow import THREE_LEVEL_TAXONOMY as TREE
 from tests.factories import MEDHELM_CRITERIA
 
@@ -25,9 +33,13 @@ def _two_rounds():
     services.open_round(round_=first, actor=actor, base_url=BASE_URL)
     admin = first.items.get(name="Admin")
     rename = services.add_suggestion(
-        panelist=built.panelists[0], round_=first, kind="rename", text="spell it out",
-        target_identity=admin.identity, details={"name": "Administration"},
-    )  # fmt: skip
+        panelist=built.panelists[0],
+        round_=first,
+        kind="rename",
+        text="spell it out",
+        target_identity=admin.identity,
+        details={"name": "Administration"},
+    )
     answer_all(built, first, {"Imaging": CONTESTED, "Treatment": LOW})
     services.close_round(round_=first, actor=actor)
     services.triage_suggestion(suggestion=rename, actor=actor, accept=True, reason="clearer")
@@ -64,15 +76,23 @@ def test_release_keeps_consensus_in_nodes_with_identity_order_and_history():
     ]
     draft = {n.name: n for n in study.draft_taxonomy.nodes.all()}
     released = {n.name: n for n in version.nodes.all()}
-    assert set(released) == {"Care", "Diagnosis", "Differential", "Imaging", "Administration",
-                             "Billing", "Coding"}  # fmt: skip
+    assert set(released) == {
+        "Care",
+        "Diagnosis",
+        "Differential",
+        "Imaging",
+        "Administration",
+        "Billing",
+        "Coding",
+    }
     assert released["Administration"].identity == draft["Admin"].identity
     for name in ("Care", "Imaging", "Coding"):
         assert released[name].identity == draft[name].identity
     assert released["Imaging"].parent == released["Diagnosis"]
     assert [c.name for c in released["Diagnosis"].children.order_by("position")] == [
-        "Differential", "Imaging"
-    ]  # fmt: skip
+        "Differential",
+        "Imaging",
+    ]
 
     imaging = released["Imaging"].history
     assert [(h["round"], h["outcome"], h["n_rated"]) for h in imaging] == [
@@ -96,17 +116,27 @@ def test_a_rating_study_can_file_items_under_the_released_version():
         study=study, actor=built.coordinator, name="Released"
     ).version
     rating = annotation_services.create_study(
-        name="Rating on the consensus taxonomy", created_by=built.coordinator,
-        criteria=MEDHELM_CRITERIA, taxonomy_version=version,
-    )  # fmt: skip
+        name="Rating on the consensus taxonomy",
+        created_by=built.coordinator,
+        criteria=MEDHELM_CRITERIA,
+        taxonomy_version=version,
+    )
     node = annotation_selectors.taxonomy_node_for(study=rating, name="Imaging")
     assert node is not None and node.version == version
     assert annotation_selectors.taxonomy_node_for(study=rating, name="Dosing") is None
     annotation_services.create_items(
-        study=rating, actor=built.coordinator,
-        rows=[annotation_services.ItemRow(external_id="c1", input_text="q", output_text="a",
-                                          model_name="m", taxonomy_node_id=node.pk)],
-    )  # fmt: skip
+        study=rating,
+        actor=built.coordinator,
+        rows=[
+            annotation_services.ItemRow(
+                external_id="c1",
+                input_text="q",
+                output_text="a",
+                model_name="m",
+                taxonomy_node_id=node.pk,
+            )
+        ],
+    )
     assert rating.items.get().taxonomy_node == node
 
 
@@ -171,12 +201,18 @@ def test_deleted_items_are_excluded_with_the_triage_reason():
     first = built.round(1)
     services.open_round(round_=first, actor=built.coordinator, base_url=BASE_URL)
     billing = first.items.get(name="Billing")
-    suggestion = services.add_suggestion(panelist=built.panelists[0], round_=first, kind="delete",
-                                         text="not clinical", target_identity=billing.identity)  # fmt: skip
+    suggestion = services.add_suggestion(
+        panelist=built.panelists[0],
+        round_=first,
+        kind="delete",
+        text="not clinical",
+        target_identity=billing.identity,
+    )
     answer_all(built, first, {})
     services.close_round(round_=first, actor=built.coordinator)
-    services.triage_suggestion(suggestion=suggestion, actor=built.coordinator, accept=True,
-                               reason="out of scope")  # fmt: skip
+    services.triage_suggestion(
+        suggestion=suggestion, actor=built.coordinator, accept=True, reason="out of scope"
+    )
     assert Suggestion.objects.get().status == "accepted"
     services.analyse_round(round_=first, actor=built.coordinator)
     study = services.finish_study(study=built.study, actor=built.coordinator)
@@ -191,9 +227,14 @@ def test_a_node_re_rated_later_keeps_its_place_in_the_tree():
     first = built.round(1)
     services.open_round(round_=first, actor=built.coordinator, base_url=BASE_URL)
     cds = first.items.get(name="Clinical Decision Support")
-    rename = services.add_suggestion(panelist=built.panelists[0], round_=first, kind="rename",
-                                     text="shorter", target_identity=cds.identity,
-                                     details={"name": "Decision support"})  # fmt: skip
+    rename = services.add_suggestion(
+        panelist=built.panelists[0],
+        round_=first,
+        kind="rename",
+        text="shorter",
+        target_identity=cds.identity,
+        details={"name": "Decision support"},
+    )
     answer_all(built, first, {})
     services.close_round(round_=first, actor=built.coordinator)
     services.triage_suggestion(suggestion=rename, actor=built.coordinator, accept=True, reason="ok")
@@ -212,5 +253,46 @@ def test_a_node_re_rated_later_keeps_its_place_in_the_tree():
     ]
     positions = {n.name: n.position for n in version.nodes.all()}
     # Positions count among siblings, as in an imported version.
-    assert positions == {"Decision support": 0, "Administration": 1, "Diagnosis": 0,
-                         "Treatment": 1, "Scheduling": 0, "Billing": 1}  # fmt: skip
+    assert positions == {
+        "Decision support": 0,
+        "Administration": 1,
+        "Diagnosis": 0,
+        "Treatment": 1,
+        "Scheduling": 0,
+        "Billing": 1,
+    }
+
+
+LARGE_TREE = {
+    "name": "Large",
+    "categories": [
+        {
+            "name": f"Category {c}",
+            "subcategories": [
+                {"name": f"Sub {c}.{s}", "tasks": [f"Task {c}.{s}.{t}" for t in range(3)]}
+                for s in range(3)
+            ],
+        }
+        for c in range(3)
+    ],
+}
+
+
+def _released_queries(taxonomy, name):
+    built = make_panel_study(n_panelists=2, taxonomy=taxonomy, stopping_rule={"max_rounds": 1})
+    run_round(built, built.round(1), {})
+    study = services.finish_study(study=built.study, actor=built.coordinator)
+    with CaptureQueriesContext(connection) as queries:
+        summary = services.release_taxonomy(study=study, actor=built.coordinator, name=name)
+    return summary.included, len(queries)
+
+
+@pytest.mark.django_db
+def test_release_takes_the_same_number_of_queries_whatever_the_tree_size():
+    # Both trees have three levels: the writes are one bulk insert per level.
+    small_nodes, small_queries = _released_queries(TREE, "Small consensus")
+    DelphiStudy.objects.all().delete()
+    get_user_model().objects.all().delete()
+    large_nodes, large_queries = _released_queries(LARGE_TREE, "Large consensus")
+    assert large_nodes > small_nodes
+    assert large_queries == small_queries
