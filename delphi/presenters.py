@@ -14,7 +14,7 @@ from typing import Any
 
 from django.http import QueryDict
 
-from delphi import protocol, selectors
+from delphi import protocol, selectors, stats, suggestions
 from delphi.models import (
     DelphiStudy,
     PanelistRound,
@@ -26,17 +26,9 @@ from delphi.models import (
 )
 from medhelm_site.common.errors import DomainError
 
-# The RAND/UCLA bands' colours, also in panel.css (.band-low ...); inline in the SVG so the
-# histogram reads right even where the stylesheet did not load.
-BAND_FILLS = {"low": "#c0504d", "mid": "#d9a21b", "high": "#2e8b57"}
 BAR_SLOT = 30
 BAR_WIDTH = 22
 BAR_MAX_HEIGHT = 80
-
-
-def band(point: int) -> str:
-    """The RAND/UCLA band of a point on the 1-9 scale: low (1-3), mid (4-6) or high (7-9)."""
-    return "low" if point <= 3 else "mid" if point <= 6 else "high"
 
 
 # --------------------------------------------------------------------------- histogram
@@ -82,8 +74,9 @@ def histogram(statistics: RoundItemStatistics, own_rating: int | None) -> Histog
             Bar(
                 point=point,
                 count=count,
-                band=band(point),
-                fill=BAND_FILLS[band(point)],
+                band=stats.band_of(point),
+                # Inline fills, so the histogram reads right where the stylesheet did not load.
+                fill=stats.BAND_COLOURS[stats.band_of(point)],
                 x=x,
                 cx=cx,
                 y=f"{100 - height:.1f}",
@@ -112,7 +105,12 @@ def scale_bands(study: DelphiStudy) -> list[dict[str, Any]]:
     for span, label in scale_of(study)["bands"].items():
         low, high = (int(part) for part in span.split("-"))
         bands.append(
-            {"span": span, "label": label, "band": band(low), "points": range(low, high + 1)}
+            {
+                "span": span,
+                "label": label,
+                "band": stats.band_of(low),
+                "points": range(low, high + 1),
+            }
         )
     return bands
 
@@ -276,24 +274,10 @@ def messages_of(errors: Sequence[DomainError | str]) -> list[str]:
 
 
 def suggestion_summary(suggestion: Suggestion, names: Mapping[uuid.UUID, str]) -> str:
-    """A panelist's own suggestion in words, for the list under the questionnaire."""
-    details = suggestion.details
+    """A panelist's own suggestion in words, for the list under the questionnaire (the
+    target is shown beside it)."""
     by_text = {str(identity): name for identity, name in names.items()}
-
-    def name_of(key: str) -> str:
-        # Stored identities are the canonical text of a UUID (the service looks them up so).
-        return by_text.get(str(details.get(key, "")), "?")
-
-    if suggestion.kind == Suggestion.Kind.ADD:
-        where = f" under {name_of('parent_identity')}" if details.get("parent_identity") else ""
-        return f"add the {details.get('kind', 'subcategory')} “{details.get('name')}”{where}"
-    if suggestion.kind == Suggestion.Kind.RENAME:
-        return f"rename to “{details.get('name')}”"
-    if suggestion.kind == Suggestion.Kind.MOVE:
-        return f"move under {name_of('parent_identity')}"
-    if suggestion.kind == Suggestion.Kind.MERGE:
-        return f"merge into {name_of('into_identity')}"
-    return "delete"
+    return suggestions.describe_suggestion(suggestion, by_text, mention_target=False)
 
 
 def own_suggestions(

@@ -4,6 +4,8 @@
 from delphi.consensus.compare import FLOAT_TOLERANCE
 from delphi.consensus.rule_json import rule_from_dict, rule_to_dict, validate_rule
 from delphi.consensus.rules import (
+    OUTCOME_COLOURS,
+    OUTCOME_ORDER,
     PRESETS,
     RESOLVED_OUTCOMES,
     CombinedRule,
@@ -28,6 +30,8 @@ from delphi.consensus.stopping import (
 
 __all__ = [
     "FLOAT_TOLERANCE",
+    "OUTCOME_COLOURS",
+    "OUTCOME_ORDER",
     "PRESETS",
     "RESOLVED_OUTCOMES",
     "CombinedRule",

@@ -31,6 +31,19 @@ class Outcome(StrEnum):
 
 
 RESOLVED_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.CONSENSUS_IN, Outcome.CONSENSUS_OUT})
+# The order tables and charts list outcomes in, and the one palette that colours them.
+OUTCOME_ORDER: tuple[Outcome, ...] = (
+    Outcome.CONSENSUS_IN,
+    Outcome.NO_CONSENSUS,
+    Outcome.CONSENSUS_OUT,
+    Outcome.TOO_FEW_RATINGS,
+)
+OUTCOME_COLOURS: dict[str, str] = {
+    Outcome.CONSENSUS_IN: "#2e7d32",
+    Outcome.NO_CONSENSUS: "#9e9e9e",
+    Outcome.CONSENSUS_OUT: "#c62828",
+    Outcome.TOO_FEW_RATINGS: "#ffb74d",
+}
 
 
 class ItemSummary(Protocol):

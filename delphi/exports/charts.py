@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 from delphi import stats
+from delphi.consensus import OUTCOME_COLOURS, OUTCOME_ORDER
 from delphi.exports.data import WHOLE_PANEL, StudyData
-from delphi.exports.rules import BAND_COLOURS, OUTCOME_COLOURS, OUTCOME_ORDER
 from delphi.models import Round, RoundItemStatistics
 from medhelm_site.common.figures import figure_text
 
@@ -215,7 +215,7 @@ def _histogram(ax: Axes, statistics: RoundItemStatistics, version: int) -> None:
     """One item's ratings in one round, titled with its version, n, median and outcome."""
     counts = statistics.counts or {}
     values = [counts.get(str(p), 0) for p in stats.SCALE_POINTS]
-    colours = [BAND_COLOURS[p] for p in stats.SCALE_POINTS]
+    colours = [stats.BAND_COLOURS[stats.band_of(p)] for p in stats.SCALE_POINTS]
     ax.bar(stats.SCALE_POINTS, values, width=0.8, color=colours)
     ax.set_xlim(0.4, 9.6)
     ax.set_ylim(0, max(1, statistics.n_rated))

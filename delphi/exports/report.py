@@ -19,6 +19,7 @@ from django.utils.safestring import mark_safe
 from matplotlib.backends.backend_pdf import PdfPages
 
 from delphi import protocol, stats
+from delphi.consensus import OUTCOME_ORDER
 from delphi.exports.answer_tables import flow_rows, stability_method, stability_rows
 from delphi.exports.charts import (
     DASH,
@@ -39,7 +40,6 @@ from delphi.exports.checklist import (
 from delphi.exports.data import NO_GROUP, WHOLE_PANEL, StudyData
 from delphi.exports.protocol_text import protocol_text
 from delphi.exports.report_text import LINE_WIDTH, LINES_PER_PAGE, report_lines
-from delphi.exports.rules import OUTCOME_ORDER
 from delphi.exports.tables import change_rows, item_rows
 from delphi.models import PanelistRound, Round, RoundItem
 from medhelm_site.common.figures import figure_svg, text_page

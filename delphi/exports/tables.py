@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from delphi.exports import rules
+from delphi import suggestions
 from delphi.exports.data import StudyData
 from delphi.models import RoundItem, Suggestion
 
@@ -44,7 +44,7 @@ def item_rows(data: StudyData) -> list[dict[str, Any]]:
     round it was put to the panel, the path of its outcomes ("no_consensus > consensus_in";
     "pending" for a round not analysed yet) and its final status (the latest outcome, or
     "removed" by an accepted delete / merge suggestion, or with its removed parent)."""
-    removed = rules.removed_by_suggestion(data)
+    removed = _removed_by_suggestion(data)
     released = {str(node.identity) for node in data.released_nodes}
     latest_of = {str(item.identity): item for item in data.items}  # the last round wins
     rows = []
@@ -105,7 +105,9 @@ def _final_status(
     identity = str(latest.identity)
     if identity in removed:
         return "removed", removed[identity]
-    ancestor = rules.removed_ancestor(latest, removed, latest_of)
+    parent_of = {key: _text(item.parent_identity) for key, item in latest_of.items()}
+    parent_of[identity] = _text(latest.parent_identity)
+    ancestor = suggestions.removed_ancestor(identity, removed, parent_of)
     if ancestor is not None:
         above = latest_of.get(ancestor)
         return (
@@ -155,7 +157,11 @@ def _suggestion_row(data: StudyData, suggestion: Suggestion, applies: int | None
     number = suggestion.round.number
     target_key = str(suggestion.target_identity) if suggestion.target_identity else ""
     target = data.item_at.get((number, target_key))
-    before, after = rules.suggestion_change(data, suggestion)
+    before, after = suggestions.suggestion_change(
+        suggestion,
+        name_of=lambda identity: _name_at(data, number, identity),
+        parent_of=lambda identity: target.parent_identity if target else None,
+    )
     item = target.name if target else ""
     if suggestion.kind == Suggestion.Kind.ADD:
         item = (suggestion.details or {}).get("name", "")
@@ -263,3 +269,24 @@ __all__ = [
     "item_columns",
     "item_rows",
 ]
+
+
+def _text(identity: Any) -> str | None:
+    return str(identity) if identity else None
+
+
+def _name_at(data: StudyData, number: int, identity: Any) -> str | None:
+    """The name of an identity's version in round `number`, or None."""
+    item = data.item_at.get((number, str(identity))) if identity else None
+    return item.name if item else None
+
+
+def _removed_by_suggestion(data: StudyData) -> dict[str, str]:
+    """Identities an accepted delete or merge took out -> how and why, in words."""
+    removals = suggestions.removed_identities(data.suggestions)
+    return {
+        identity: removal.explain(
+            into_name=_name_at(data, removal.round_number, removal.into_identity)
+        )
+        for identity, removal in removals.items()
+    }

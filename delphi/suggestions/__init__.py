@@ -3,7 +3,7 @@
 `apply_suggestions` (plan) turns a round's items and accepted suggestions into the next
 round; `removed_identities`, `removed_ancestor` and `removed_with_branches` (removals) say
 what a delete or merge took out; `check_suggestion` (checks) says whether a panelist's
-suggestion makes sense; `describe_suggestion` (wording) words one for a coordinator.
+suggestion makes sense; `describe_suggestion` and `suggestion_change` (wording) put one in words.
 """
 
 from delphi.suggestions.checks import PARENT_KIND, CheckedSuggestion, check_suggestion
@@ -26,7 +26,7 @@ from delphi.suggestions.removals import (
     removed_identities,
     removed_with_branches,
 )
-from delphi.suggestions.wording import describe_suggestion
+from delphi.suggestions.wording import describe_suggestion, suggestion_change
 
 __all__ = [
     "ACCEPTED",
@@ -51,4 +51,5 @@ __all__ = [
     "removed_ancestor",
     "removed_identities",
     "removed_with_branches",
+    "suggestion_change",
 ]

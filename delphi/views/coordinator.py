@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from delphi import consensus, services
-from delphi.models import DelphiStudy, Round, Suggestion, TaxonomyVersion
+from delphi.models import DelphiStudy, Round, TaxonomyVersion
 
 
 def base_url(request: HttpRequest) -> str:
@@ -61,23 +61,3 @@ def describe_rule(rule: dict[str, Any]) -> str:
         return consensus.rule_from_dict(rule).describe()
     except ValueError as exc:
         return f"Invalid rule: {exc}"
-
-
-def describe_suggestion(suggestion: Suggestion, names: dict[str, str]) -> str:
-    def name(identity: Any) -> str:
-        return repr(names.get(str(identity), "an item no longer in the round"))
-
-    details = suggestion.details
-    target = name(suggestion.target_identity)
-    if suggestion.kind == Suggestion.Kind.ADD:
-        where = (
-            f" under {name(details['parent_identity'])}" if details.get("parent_identity") else ""
-        )
-        return f"add {details.get('kind', 'subcategory')} {details.get('name', '')!r}{where}"
-    if suggestion.kind == Suggestion.Kind.RENAME:
-        return f"rename {target} to {details.get('name', '')!r}"
-    if suggestion.kind == Suggestion.Kind.MOVE:
-        return f"move {target} under {name(details.get('parent_identity'))}"
-    if suggestion.kind == Suggestion.Kind.MERGE:
-        return f"merge {target} into {name(details.get('into_identity'))}"
-    return f"delete {target}"

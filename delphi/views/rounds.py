@@ -13,12 +13,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from delphi import selectors, services
+from delphi import selectors, services, stats
 from delphi.access import get_study_for_coordinator
 from delphi.forms import OpenRoundForm, TriageForm, sentence
 from delphi.models import Round, Suggestion
 from delphi.services import DelphiError
-from delphi.views.coordinator import back, base_url, describe_suggestion, form_problems, round_of
+from delphi.suggestions import describe_suggestion
+from delphi.views.coordinator import back, base_url, form_problems, round_of
 
 
 @login_required
@@ -42,7 +43,9 @@ def round_page(request: HttpRequest, study_id: int, number: int) -> HttpResponse
             "rows": statistics.rows,
             "groups": statistics.groups,
             "analysed": round_.status in (Round.Status.ANALYSED, Round.Status.FEEDBACK_RELEASED),
-            "min_group": protocol_statistics.get("min_group_raters", 5),
+            "min_group": protocol_statistics.get(
+                "min_group_raters", stats.DEFAULT_MIN_GROUP_RATERS
+            ),
             "entries": round_.panelist_rounds.select_related("panelist").order_by(
                 "panelist__pseudonym"
             ),

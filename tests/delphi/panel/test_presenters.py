@@ -1,10 +1,10 @@
-"""The questionnaire's presentation rules: which errors stand next to an item, the bands."""
+"""The questionnaire's presentation rules: which errors stand next to an item."""
 
 from __future__ import annotations
 
 from delphi.errors import DelphiError
 from delphi.models import RoundItem
-from delphi.presenters import band, errors_for
+from delphi.presenters import errors_for
 
 
 def test_errors_are_placed_by_their_field_or_by_the_missing_answer_line():
@@ -22,7 +22,3 @@ def test_errors_are_placed_by_their_field_or_by_the_missing_answer_line():
         "answers['Diagnosis']: give a rating",
         "Diagnosis: no rating",
     ]
-
-
-def test_bands_of_the_nine_point_scale():
-    assert [band(point) for point in range(1, 10)] == ["low"] * 3 + ["mid"] * 3 + ["high"] * 3

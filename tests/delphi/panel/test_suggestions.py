@@ -3,6 +3,8 @@ after submitting and in rounds that do not collect them."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from delphi.models import Suggestion
@@ -61,9 +63,9 @@ def test_suggestions_are_recorded_and_listed_and_refusals_shown(built):
         ("merge", {"into_identity": str(item(round1, "Scheduling").identity)}),
     ]
     page = client.get(round_url(built)).content.decode()
-    listed = page[page.index('data-testid="own-suggestions"') :]
-    assert "add the subcategory “Coding” under Administration" in listed
-    assert "merge into Scheduling" in listed
+    listed = html.unescape(page[page.index('data-testid="own-suggestions"') :])
+    assert "add subcategory 'Coding' under 'Administration'" in listed
+    assert "merge into 'Scheduling'" in listed
     # Another panelist does not see them.
     other = client_for(built.panelists[1].user).get(round_url(built)).content.decode()
     assert "Coding" not in other
