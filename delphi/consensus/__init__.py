@@ -2,7 +2,12 @@
 (stopping). Pure Python; no Django import."""
 
 from delphi.consensus.compare import FLOAT_TOLERANCE
-from delphi.consensus.rule_json import rule_from_dict, rule_to_dict, validate_rule
+from delphi.consensus.rule_json import (
+    describe_rule,
+    rule_from_dict,
+    rule_to_dict,
+    validate_rule,
+)
 from delphi.consensus.rules import (
     OUTCOME_COLOURS,
     OUTCOME_ORDER,
@@ -47,6 +52,7 @@ __all__ = [
     "RuleError",
     "StoppingDecision",
     "combine_outcomes",
+    "describe_rule",
     "evaluate_consensus",
     "evaluate_stopping_rule",
     "rule_from_dict",

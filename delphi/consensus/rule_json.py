@@ -41,6 +41,14 @@ def rule_from_dict(data: Any) -> ConsensusRule:
     return _parse_rule(data, "rule")
 
 
+def describe_rule(data: Any) -> str:
+    """A stored rule in words; one that no longer parses says so and why."""
+    try:
+        return rule_from_dict(data).describe()
+    except RuleError as error:
+        return f"(invalid rule: {error})"
+
+
 def validate_rule(data: Any) -> dict[str, Any]:
     """The normalised dict (defaults written out) of a valid rule; RuleError otherwise."""
     return rule_to_dict(rule_from_dict(data))

@@ -68,7 +68,7 @@ def protocol_text(data: StudyData) -> ProtocolText:
         draft_taxonomy=str(settings["taxonomy"].get("name", "")) or "(unnamed)",
         questions=describe_questions(settings["questions"]),
         scale=describe_scale(),
-        consensus_rule=_describe_rule(settings["consensus_rule"]),
+        consensus_rule=consensus.describe_rule(settings["consensus_rule"]),
         carry_over=CARRY_OVER_WORDS.get(settings["carry_over"], settings["carry_over"]),
         stopping_rule=describe_stopping_rule(settings["stopping_rule"]),
         reason_outside_iqr=(
@@ -106,13 +106,6 @@ def _settings(data: StudyData) -> dict[str, Any]:
         "stopping_rule": study.stopping_rule,
         "ask_reason_outside_iqr": study.ask_reason_outside_iqr,
     }
-
-
-def _describe_rule(rule: Mapping[str, Any]) -> str:
-    try:
-        return consensus.rule_from_dict(rule).describe()
-    except ValueError as exc:
-        return f"(invalid rule: {exc})"
 
 
 def describe_stopping_rule(rule: Mapping[str, Any]) -> str:

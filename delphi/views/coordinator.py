@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from delphi import consensus, services
+from delphi import services
 from delphi.models import DelphiStudy, Round, TaxonomyVersion
 
 
@@ -54,10 +54,3 @@ def draft_taxonomy(data: dict[str, Any]) -> TaxonomyVersion:
     return services.create_taxonomy_version(
         tree=data["taxonomy_tree"], source=TaxonomyVersion.Source.IMPORT
     )
-
-
-def describe_rule(rule: dict[str, Any]) -> str:
-    try:
-        return consensus.rule_from_dict(rule).describe()
-    except ValueError as exc:
-        return f"Invalid rule: {exc}"

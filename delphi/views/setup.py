@@ -19,12 +19,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from delphi import exports, selectors, services
+from delphi import consensus, exports, selectors, services
 from delphi.access import get_study_for_coordinator
 from delphi.forms import NewStudyForm, OpenRoundForm, ProtocolForm, TaxonomySourceForm, sentence
 from delphi.models import DelphiStudy
 from delphi.services import DelphiError, TaxonomyFormatError
-from delphi.views.coordinator import describe_rule, draft_taxonomy, form_problems
+from delphi.views.coordinator import draft_taxonomy, form_problems
 
 
 @login_required
@@ -68,7 +68,7 @@ def study_page(request: HttpRequest, study_id: int) -> HttpResponse:
             "rounds": summaries,
             "latest": latest,
             "stopping": latest.stopping_decision if latest else None,
-            "rule_text": describe_rule(study.consensus_rule),
+            "rule_text": consensus.describe_rule(study.consensus_rule),
             "stopping_text": exports.describe_stopping_rule(study.stopping_rule),
             "open_form": OpenRoundForm(),
             "export_names": exports.EXPORT_NAMES,
@@ -113,7 +113,7 @@ def protocol_page(request: HttpRequest, study_id: int) -> HttpResponse:
             "taxonomy_form": taxonomy_form,
             "document": document,
             "document_json": json.dumps(document, indent=2, ensure_ascii=False),
-            "rule_text": describe_rule(document["consensus_rule"]),
+            "rule_text": consensus.describe_rule(document["consensus_rule"]),
             "stopping_text": exports.describe_stopping_rule(document["stopping_rule"]),
             "taxonomy": document["taxonomy_draft"],
         },
