@@ -21,6 +21,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script, only bench/ is on sys.path
+    sys.path.insert(0, str(ROOT))
+
+
 # The project's virtualenv; else (a git worktree without one) the one running this script.
 VENV_BIN = ROOT / ".venv" / "bin"
 PYTHON = str(VENV_BIN / "python")
@@ -169,14 +173,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def child_pids(pid: int) -> list[int]:
-    """The child processes of `pid` (Linux /proc): a server's or worker's pool."""
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
 
 
 def stat_cpu_seconds(stat: str) -> float:

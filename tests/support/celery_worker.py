@@ -6,14 +6,16 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
 
+from tests.support.processes import child_pids, wait_for
+
 ROOT = Path(settings.BASE_DIR)
+__all__ = ["child_pids", "running_worker", "test_database_url", "wait_for"]
 
 
 def test_database_url() -> str:
@@ -74,22 +76,3 @@ def running_worker(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    """Poll `predicate` every 0.2 s; fail the test naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def child_pids(pid: int) -> list[int]:
-    """The pool processes of a worker (Linux /proc), to SIGKILL them with their parent."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
