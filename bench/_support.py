@@ -21,9 +21,6 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script, only bench/ is on sys.path
-    sys.path.insert(0, str(ROOT))
-
 
 # The project's virtualenv; else (a git worktree without one) the one running this script.
 VENV_BIN = ROOT / ".venv" / "bin"

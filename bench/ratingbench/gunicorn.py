@@ -13,9 +13,11 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from _support import ROOT, child_pids, free_port
+from _support import ROOT, free_port, project_on_path
 
+project_on_path()
 from ratingbench.config import GUNICORN
+from tests.support.processes import child_pids  # noqa: E402
 
 
 def connections_per_worker(port: int, workers: list[int]) -> list[int]:
