@@ -13,11 +13,9 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from _support import ROOT, free_port, project_on_path
-
-project_on_path()
+from _support import ROOT, free_port
 from ratingbench.config import GUNICORN
-from tests.support.processes import child_pids  # noqa: E402
+from tests.support.processes import child_pids
 
 
 def connections_per_worker(port: int, workers: list[int]) -> list[int]:
