@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from _support import ROOT, free_port
+
 from ratingbench.config import GUNICORN
 from tests.support.processes import child_pids
 
