@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -93,16 +91,6 @@ def _snapshot(request: Request, study_id: int, report_id: int) -> ReportSnapshot
     return snapshot
 
 
-def _create(create, **kwargs) -> ReportSnapshot:
-    try:
-        return create(**kwargs)
-    except DjangoValidationError as exc:
-        detail = (
-            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-        )
-        raise ValidationError(detail) from exc
-
-
 class ReportsApi(ListAPIView):
     """A study's report snapshots, newest first (without their results); POST computes one."""
 
@@ -125,8 +113,7 @@ class ReportsApi(ListAPIView):
         study = _study(request, study_id)
         params = CreateReportSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        snapshot = _create(
-            services.create_snapshot,
+        snapshot = services.create_snapshot(
             study=study,
             actor=request.user,
             parameters=dict(params.validated_data),
@@ -151,7 +138,7 @@ class RecomputeApi(APIView):
     )
     def post(self, request: Request, study_id: int, report_id: int) -> Response:
         snapshot = _snapshot(request, study_id, report_id)
-        fresh = _create(services.recompute_snapshot, snapshot=snapshot, actor=request.user)
+        fresh = services.recompute_snapshot(snapshot=snapshot, actor=request.user)
         return Response(ReportSerializer(fresh).data, status=status.HTTP_201_CREATED)
 
 

@@ -13,12 +13,12 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agreement import analysis, plots, services
+from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy, StudyMembership
@@ -84,8 +84,8 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
             snapshot = services.create_snapshot(
                 study=study, actor=request.user, parameters=form.cleaned_data
             )
-        except ValidationError as exc:
-            for field, msgs in exc.message_dict.items():
+        except AgreementError as exc:
+            for field, msgs in exc.as_dict().items():
                 form.add_error(field if field in form.fields else None, msgs)
         else:
             messages.success(request, f"Report computed (seed {snapshot.parameters['seed']}).")

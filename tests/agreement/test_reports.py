@@ -21,6 +21,7 @@ from rest_framework.test import APIClient
 import medhelm_site.urls as site_urls
 from agreement import analysis, plots, services
 from agreement import urls as agreement_urls
+from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
 from annotation.models import Assignment, AuditEvent, Item
 from tests.agreement.test_score_table import build_study, submit
@@ -118,13 +119,11 @@ def test_a_missing_seed_is_drawn_and_recorded(built):
 
 
 def test_bad_parameters_are_refused(built):
-    from django.core.exceptions import ValidationError
-
-    with pytest.raises(ValidationError) as exc:
+    with pytest.raises(AgreementError) as exc:
         services.create_snapshot(
             study=built.study, actor=None, parameters={"n_resamples": 3, "confidence": 1.5}
         )
-    assert set(exc.value.message_dict) == {"n_resamples", "confidence"}
+    assert set(exc.value.as_dict()) == {"n_resamples", "confidence"}
 
 
 def test_a_snapshot_never_changes_and_recompute_shows_what_moved(built, client):

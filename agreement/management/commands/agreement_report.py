@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agreement import analysis, services
+from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
 from annotation.models import RatingStudy
 
@@ -58,8 +58,8 @@ class Command(BaseCommand):
                     actor=None,
                     parameters={k: v for k, v in parameters.items() if v is not None},
                 )
-            except ValidationError as exc:
-                raise CommandError(f"invalid parameters: {exc.message_dict}") from exc
+            except AgreementError as exc:
+                raise CommandError(f"invalid parameters: {exc.as_dict()}") from exc
             self.stderr.write(
                 f"report snapshot #{snapshot.pk} computed: seed {snapshot.parameters['seed']}, "
                 f"{snapshot.parameters['n_resamples']} resamples, "
