@@ -212,10 +212,9 @@ def test_the_same_seed_gives_the_same_report():
 
 def _leader_table() -> pd.DataFrame:
     # jury composites per (benchmark, model): b1: m1 4, m2 3, m3 3; b2: m1 2, m2 5, m3 3
-    jury = {("b1", "m1"): 4, ("b1", "m2"): 3, ("b1", "m3"): 3, ("b2", "m1"): 2, ("b2", "m2"): 5,
-            ("b2", "m3"): 3}  # fmt: skip
+    jury = {"b1": {"m1": 4, "m2": 3, "m3": 3}, "b2": {"m1": 2, "m2": 5, "m3": 3}}
     rows, item = [], 0
-    for (bench, model), score in jury.items():
+    for bench, model, score in ((b, m, v) for b, row in jury.items() for m, v in row.items()):
         for _ in range(2):
             attrs = (model, bench, "Cat A" if bench == "b1" else "Cat B")
             rows += _rows(item, "jury", "jury", [score] * 3, attrs)
@@ -238,19 +237,23 @@ def _leader_table() -> pd.DataFrame:
 
 
 def _calls() -> pd.DataFrame:
-    base = {"judge": "gpt", "status": "ok", "price_input_per_mtok": 2.5,
-            "price_output_per_mtok": 10.0, "max_output_tokens": 512}  # fmt: skip
-    rows = [
-        {**base, "item": 0, "model": "m1", "cached": False, "input_tokens": 1000.0,
-         "output_tokens": 200.0, "cost": 0.0045},
-        {**base, "item": 1, "model": "m1", "cached": False, "input_tokens": 3000.0,
-         "output_tokens": 100.0, "cost": 0.0085},
+    base = {
+        "judge": "gpt",
+        "status": "ok",
+        "price_input_per_mtok": 2.5,
+        "price_output_per_mtok": 10.0,
+        "max_output_tokens": 512,
+    }
+    columns = ("item", "model", "cached", "input_tokens", "output_tokens", "cost")
+    calls = [
+        (0, "m1", False, 1000.0, 200.0, 0.0045),
+        (1, "m1", False, 3000.0, 100.0, 0.0085),
         # a cache hit costs nothing and is not counted; nor is a call without token usage
-        {**base, "item": 1, "model": "m1", "cached": True, "input_tokens": None,
-         "output_tokens": None, "cost": 0.0},
-        {**base, "item": 2, "model": "m2", "status": "provider_error", "cached": False,
-         "input_tokens": None, "output_tokens": None, "cost": None},
-    ]  # fmt: skip
+        (1, "m1", True, None, None, 0.0),
+        (2, "m2", False, None, None, None),
+    ]
+    rows = [{**base, **dict(zip(columns, call, strict=True))} for call in calls]
+    rows[-1]["status"] = "provider_error"
     return pd.DataFrame(rows)
 
 

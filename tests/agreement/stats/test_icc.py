@@ -21,7 +21,7 @@ from agreement.stats import (
     icc_from_long,
     icc_matrix_from_long,
 )
-from agreement.stats.icc import icc_from_moments, icc_item_moments
+from agreement.stats.icc_batch import icc_from_moments, icc_item_moments
 
 from ._data import SHROUT_FLEISS, long_from_matrix, random_matrix
 
