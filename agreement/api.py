@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agreement import analysis, services
+from agreement import analysis, selectors, services
 from agreement.models import ReportSnapshot
 from agreement.views import export_response
 from annotation.access import STUDY_READERS, get_study_for_user
@@ -85,7 +85,7 @@ def _study(request: Request, study_id: int) -> RatingStudy:
 
 
 def _snapshot(request: Request, study_id: int, report_id: int) -> ReportSnapshot:
-    snapshot = ReportSnapshot.objects.filter(study=_study(request, study_id), pk=report_id).first()
+    snapshot = selectors.study_snapshot(study=_study(request, study_id), report_id=report_id)
     if snapshot is None:
         raise Http404("No such report.")
     return snapshot
@@ -98,11 +98,7 @@ class ReportsApi(ListAPIView):
 
     def get_queryset(self):
         study = _study(self.request, self.kwargs["study_id"])
-        return (
-            ReportSnapshot.objects.filter(study=study)
-            .defer("results", "method")
-            .order_by("-created_at", "-id")
-        )
+        return selectors.study_snapshots(study=study)
 
     @extend_schema(
         request=CreateReportSerializer,

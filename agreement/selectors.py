@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
+from django.db.models import QuerySet
 
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
+from agreement.models import ReportSnapshot
 from annotation.models import Assignment, Item, Rating, RatingStudy, StudyMembership
 from delphi.models import TaxonomyNode, TaxonomyVersion
 from jury.models import JudgeCall, JudgeScore, MetricScore
@@ -311,3 +313,34 @@ def _calls_frame(study: RatingStudy, items: pd.DataFrame) -> pd.DataFrame:
         )
     frame = pd.DataFrame(rows, columns=list(CALL_COLUMNS))
     return frame.astype({"input_tokens": "float64", "output_tokens": "float64", "cost": "float64"})
+
+
+# Report snapshots
+
+
+def study_snapshots(*, study: RatingStudy) -> QuerySet[ReportSnapshot]:
+    """A study's snapshots, newest first, without their (large) results and method."""
+    return (
+        ReportSnapshot.objects.filter(study=study)
+        .defer("results", "method")
+        .order_by("-created_at", "-id")
+    )
+
+
+def study_snapshot(*, study: RatingStudy, report_id: int) -> ReportSnapshot | None:
+    """One snapshot of `study`, or None (also for a snapshot of another study)."""
+    return ReportSnapshot.objects.filter(study=study, pk=report_id).first()
+
+
+def recomputation_ids(*, snapshot: ReportSnapshot) -> list[int]:
+    """Ids of the snapshots recomputed from `snapshot`, oldest first."""
+    return list(snapshot.recomputations.order_by("created_at", "id").values_list("pk", flat=True))
+
+
+def member_pseudonyms(*, study: RatingStudy) -> dict[int, str]:
+    """user id -> a study pseudonym (any role), for "created by" without names."""
+    out: dict[int, str] = {}
+    members = StudyMembership.objects.filter(study=study).exclude(pseudonym="").order_by("role")
+    for user_id, pseudonym in members.values_list("user_id", "pseudonym"):
+        out.setdefault(user_id, pseudonym)
+    return out

@@ -12,9 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agreement import analysis, services
+from agreement import analysis, selectors, services
 from agreement.errors import AgreementError
-from agreement.models import ReportSnapshot
 from annotation.models import RatingStudy
 
 
@@ -40,7 +39,7 @@ class Command(BaseCommand):
         if options["format"] == "pdf" and options["output"] is None:
             raise CommandError("a PDF needs --output PATH")
         if options["snapshot"] is not None:
-            snapshot = ReportSnapshot.objects.filter(study=study, pk=options["snapshot"]).first()
+            snapshot = selectors.study_snapshot(study=study, report_id=options["snapshot"])
             if snapshot is None:
                 raise CommandError(f"study {study.pk} has no report snapshot {options['snapshot']}")
         else:

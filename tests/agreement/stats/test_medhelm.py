@@ -22,7 +22,7 @@ from agreement.stats import (
     zscore_within_rater,
 )
 
-from ._data import medhelm_like_scores
+from .factories import medhelm_like_scores
 
 COLS = ["item", "criterion", "rater", "rater_kind", "value"]
 
