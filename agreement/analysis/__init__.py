@@ -1,6 +1,6 @@
 """Study analyses on the long score table: MedHELM's Table 2 and per criterion
 (comparison), the machine-minus-clinician differences, the leaderboard and the plots' data.
-No Django: pandas in, pandas out; every statistic comes from agreement.stats."""
+No database: pandas in, pandas out; every statistic comes from agreement.stats."""
 
 from agreement.analysis.cells import CELL_COLUMNS, clinician_cell, difference_cell, machine_cell
 from agreement.analysis.comparison import (

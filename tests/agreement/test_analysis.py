@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from agreement import analysis
+from agreement.errors import AgreementError
 from agreement.stats import (
     bootstrap_clinician_pairwise,
     bootstrap_machine_minus_clinicians,
@@ -197,6 +198,16 @@ def test_cells_with_too_little_data_say_why():
     assert absent["status"] == "insufficient" and "no scores from random" in absent["reason"]
     diff = comp.differences.set_index(["row", "column"]).loc[("Tiny", "jury")]
     assert diff["status"] == "insufficient" and diff["reason"]
+
+
+def test_bad_settings_are_a_user_error_naming_the_field():
+    table, _ = make_table(n_items=6, raters_per_item=2, n_clinicians=3, clinician_noise=0.5)
+    with pytest.raises(AgreementError) as exc:
+        analysis.comparison_table(table, method="jackknife")
+    assert exc.value.field == "ci_method"
+    with pytest.raises(AgreementError) as exc:
+        analysis.comparison_table(table, min_items=1)
+    assert exc.value.field == "min_items"
 
 
 def test_the_same_seed_gives_the_same_report():
