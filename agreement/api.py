@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import json
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agreement import analysis, services
+from agreement import analysis, selectors, services
 from agreement.models import ReportSnapshot
 from agreement.views import export_response
 from annotation.access import STUDY_READERS, get_study_for_user
@@ -87,20 +85,10 @@ def _study(request: Request, study_id: int) -> RatingStudy:
 
 
 def _snapshot(request: Request, study_id: int, report_id: int) -> ReportSnapshot:
-    snapshot = ReportSnapshot.objects.filter(study=_study(request, study_id), pk=report_id).first()
+    snapshot = selectors.study_snapshot(study=_study(request, study_id), report_id=report_id)
     if snapshot is None:
         raise Http404("No such report.")
     return snapshot
-
-
-def _create(create, **kwargs) -> ReportSnapshot:
-    try:
-        return create(**kwargs)
-    except DjangoValidationError as exc:
-        detail = (
-            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-        )
-        raise ValidationError(detail) from exc
 
 
 class ReportsApi(ListAPIView):
@@ -110,11 +98,7 @@ class ReportsApi(ListAPIView):
 
     def get_queryset(self):
         study = _study(self.request, self.kwargs["study_id"])
-        return (
-            ReportSnapshot.objects.filter(study=study)
-            .defer("results", "method")
-            .order_by("-created_at", "-id")
-        )
+        return selectors.study_snapshots(study=study)
 
     @extend_schema(
         request=CreateReportSerializer,
@@ -125,8 +109,7 @@ class ReportsApi(ListAPIView):
         study = _study(request, study_id)
         params = CreateReportSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        snapshot = _create(
-            services.create_snapshot,
+        snapshot = services.create_snapshot(
             study=study,
             actor=request.user,
             parameters=dict(params.validated_data),
@@ -151,7 +134,7 @@ class RecomputeApi(APIView):
     )
     def post(self, request: Request, study_id: int, report_id: int) -> Response:
         snapshot = _snapshot(request, study_id, report_id)
-        fresh = _create(services.recompute_snapshot, snapshot=snapshot, actor=request.user)
+        fresh = services.recompute_snapshot(snapshot=snapshot, actor=request.user)
         return Response(ReportSerializer(fresh).data, status=status.HTTP_201_CREATED)
 
 

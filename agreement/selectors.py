@@ -1,21 +1,10 @@
 """Reads for agreement: the one long score table of a study, its coverage, and call costs.
 
-Everything agreement computes starts from :func:`score_data` (DESIGN.md "One score table"):
-columns ``item, criterion, rater, rater_kind, value`` plus the item attributes ``model,
-benchmark, category``, built with a fixed number of queries whatever the study's size.
-
-- clinician: submitted ratings; rater = the study pseudonym (never a name or e-mail);
-  "cannot assess" answers are left out of the table and counted in the coverage.
-- judge: valid judge scores; rater = the judge's name; where a judge scored an item and
-  criterion more than once (repeated runs), its latest score (highest id) counts.
-- jury: per item and criterion the weight-averaged latest valid scores of the judges
-  (the same rule as jury.selectors.jury_item_scores); rater "jury".
-- metric: automatic metrics (ROUGE-L, BERTScore); rater = the metric's key, criterion
-  "overall" (a metric scores the whole output, not a rubric criterion).
-
-Nothing is dropped silently: the coverage lists items with fewer than 2 clinician ratings,
-raters with too few clinician-rated items, cannot-assess answers, invalid judge scores and
-judge calls by status.
+Every analysis starts from :func:`score_data` (DESIGN.md "One score table"): columns
+``item, criterion, rater, rater_kind, value`` plus ``model, benchmark, category``, built with
+a fixed number of queries whatever the study's size. Clinicians appear by study pseudonym
+only; a judge by its latest valid score; the jury as the judges' weighted mean; a metric
+under the criterion "overall". What the table leaves out is counted in the coverage.
 """
 
 from __future__ import annotations
@@ -25,7 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
+from django.db.models import QuerySet
 
+from agreement.coverage import coverage_of
+from agreement.errors import AgreementError
+from agreement.models import ReportSnapshot
 from annotation.models import Assignment, Item, Rating, RatingStudy, StudyMembership
 from delphi.models import TaxonomyNode, TaxonomyVersion
 from jury.models import JudgeCall, JudgeScore, MetricScore
@@ -61,12 +54,6 @@ CALL_COLUMNS = (
 )
 #: The default a judge call uses when the judge's params set no max_tokens (jury.execution).
 DEFAULT_MAX_OUTPUT_TOKENS = 1024
-FAILED_STATUSES = (
-    JudgeCall.Status.INVALID,
-    JudgeCall.Status.PROVIDER_ERROR,
-    JudgeCall.Status.TIMEOUT,
-    JudgeCall.Status.REFUSED,
-)
 
 
 @dataclass(frozen=True)
@@ -109,41 +96,39 @@ def _unique_labels(labels: dict[str, set[str]]) -> dict[tuple[str, str], str]:
     }
 
 
-def score_data(
-    *, study: RatingStudy, values: ValueChoice = "latest", min_rater_items: int = 2
-) -> ScoreData:
-    """The study's long score table with item attributes, criteria, calls and coverage.
-
-    ``values="first"`` takes each clinician rating as first submitted, "latest" as it stands.
-    Always eight queries.
-    """
-    if values not in ("latest", "first"):
-        raise ValueError(f"values must be 'latest' or 'first', got {values!r}")
+def _items_frame(study: RatingStudy) -> pd.DataFrame:
+    """Every item of the study with its model, benchmark and category. Two queries."""
     categories = _categories(study)
-    item_rows = list(
+    item_rows = (
         Item.objects.filter(study=study)
         .order_by("pk")
         .values_list("pk", "external_id", "model_name", "benchmark", "taxonomy_node_id")
     )
-    items = pd.DataFrame(
+    return pd.DataFrame(
         [
             (pk, ext, model, bench or NO_BENCHMARK, categories.get(node, NO_CATEGORY))
             for pk, ext, model, bench, node in item_rows
         ],
         columns=["item", "external_id", "model", "benchmark", "category"],
     )
-    criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
+
+
+@dataclass
+class _ClinicianScores:
+    rows: list[tuple[int, str, str, float]]  # item, criterion, pseudonym, value
+    cannot_assess: Counter[tuple[str, str]]  # (pseudonym, criterion) -> answers
+    missing: int
+
+
+def _clinician_scores(study: RatingStudy, *, first: bool) -> _ClinicianScores:
+    """Submitted ratings by pseudonym (never a name): as first submitted or as they stand.
+    Cannot-assess answers and missing values are counted, not rows. Two queries."""
     pseudonyms = dict(
         StudyMembership.objects.filter(
             study=study, role=StudyMembership.Role.CLINICIAN
         ).values_list("user_id", "pseudonym")
     )
-
-    rows: list[tuple[int, str, str, str, float]] = []
-    cannot_assess: Counter[tuple[str, str]] = Counter()
-    missing = 0
-    first = values == "first"
-    for item_id, key, user_id, value, ca, first_value, first_ca in Rating.objects.filter(
+    ratings = Rating.objects.filter(
         assignment__study=study, assignment__status=Assignment.Status.SUBMITTED
     ).values_list(
         "assignment__item_id",
@@ -153,82 +138,130 @@ def score_data(
         "cannot_assess",
         "first_value",
         "first_cannot_assess",
-    ):
+    )
+    out = _ClinicianScores(rows=[], cannot_assess=Counter(), missing=0)
+    for item_id, key, user_id, value, ca, first_value, first_ca in ratings:
         rater = pseudonyms.get(user_id) or f"clinician-{user_id}"  # no pseudonym: never a name
         v, unable = (first_value, bool(first_ca)) if first else (value, ca)
         if unable:
-            cannot_assess[(rater, key)] += 1
+            out.cannot_assess[(rater, key)] += 1
         elif v is None:
-            missing += 1
+            out.missing += 1
         else:
-            rows.append((item_id, key, rater, "clinician", float(v)))
+            out.rows.append((item_id, key, rater, float(v)))
+    return out
 
-    latest: dict[tuple[int, str, int], tuple[float, float, str]] = {}
-    invalid: Counter[str] = Counter()
-    for item_id, key, judge_id, name, weight, value, valid in (
+
+@dataclass
+class _JudgeScores:
+    rows: list[tuple[int, str, str, float]]  # item, criterion, judge name, value
+    jury: list[tuple[int, str, float]]  # item, criterion, weighted mean over judges
+    invalid: Counter[str]  # judge name -> invalid scores
+
+
+def _judge_scores(study: RatingStudy) -> _JudgeScores:
+    """Each judge's latest valid score (highest id) per item and criterion, and the jury:
+    their weighted mean. Invalid scores are counted, not rows. One query."""
+    scores = (
         JudgeScore.objects.filter(item__study=study)
         .order_by("pk")
         .values_list(
-            "item_id", "criterion__key", "judge_id", "judge__name", "judge__weight", "value",
+            "item_id",
+            "criterion__key",
+            "judge_id",
+            "judge__name",
+            "judge__weight",
+            "value",
             "is_valid",
         )
-    ):  # fmt: skip
+    )
+    latest: dict[tuple[int, str, int], tuple[float, float, str]] = {}
+    invalid: Counter[str] = Counter()
+    for item_id, key, judge_id, name, weight, value, valid in scores:
         if valid and value is not None:
             latest[(item_id, key, judge_id)] = (float(value), float(weight), name)
         else:
             invalid[name] += 1
     sums: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
-    judge_rows = []
+    rows = []
     for (item_id, key, _judge), (value, weight, name) in latest.items():
-        judge_rows.append((item_id, key, name, value))
+        rows.append((item_id, key, name, value))
         acc = sums[(item_id, key)]
         acc[0] += weight * value
         acc[1] += weight
+    jury = [(i, c, acc[0] / acc[1]) for (i, c), acc in sums.items()]
+    return _JudgeScores(rows=rows, jury=jury, invalid=invalid)
 
-    metric_rows = list(
+
+def _metric_scores(study: RatingStudy) -> list[tuple[int, str, float]]:
+    """(item, metric label, value): the metric's key, with "@scorer" where one metric was
+    computed by more than one scorer model. One query."""
+    rows = list(
         MetricScore.objects.filter(item__study=study)
         .order_by("pk")
         .values_list("item_id", "metric", "scorer_model", "value")
     )
     scorers: dict[str, set[str]] = defaultdict(set)
-    for _item, metric, scorer, _value in metric_rows:
+    for _item, metric, scorer, _value in rows:
         scorers[metric].add(scorer)
 
-    def metric_label(metric: str, scorer: str) -> str:
+    def label(metric: str, scorer: str) -> str:
         return metric if len(scorers[metric]) == 1 else f"{metric}@{scorer or 'default'}"
 
+    return [(i, label(m, s), v) for i, m, s, v in rows]
+
+
+def _long_table(
+    items: pd.DataFrame,
+    clinicians: _ClinicianScores,
+    judges: _JudgeScores,
+    metrics: list[tuple[int, str, float]],
+) -> pd.DataFrame:
+    """Every kind's rows under unique rater labels, with the item attributes, sorted."""
     labels = _unique_labels(
         {
-            "clinician": {r[2] for r in rows},
-            "judge": {r[2] for r in judge_rows},
-            "jury": {JURY_RATER} if sums else set(),
-            "metric": {metric_label(m, s) for _i, m, s, _v in metric_rows},
+            "clinician": {r[2] for r in clinicians.rows},
+            "judge": {r[2] for r in judges.rows},
+            "jury": {JURY_RATER} if judges.jury else set(),
+            "metric": {m for _i, m, _v in metrics},
         }
     )
-    records = [(i, c, labels[("clinician", r)], k, v) for i, c, r, k, v in rows]
-    records += [(i, c, labels[("judge", r)], "judge", v) for i, c, r, v in judge_rows]
+    records = [(i, c, labels[("clinician", r)], "clinician", v) for i, c, r, v in clinicians.rows]
+    records += [(i, c, labels[("judge", r)], "judge", v) for i, c, r, v in judges.rows]
+    records += [(i, c, labels[("jury", JURY_RATER)], "jury", v) for i, c, v in judges.jury]
     records += [
-        (i, c, labels[("jury", JURY_RATER)], "jury", acc[0] / acc[1])
-        for (i, c), acc in sums.items()
-    ]
-    records += [
-        (i, METRIC_CRITERION, labels[("metric", metric_label(m, s))], "metric", float(v))
-        for i, m, s, v in metric_rows
+        (i, METRIC_CRITERION, labels[("metric", m)], "metric", float(v)) for i, m, v in metrics
     ]
     table = pd.DataFrame(records, columns=["item", "criterion", "rater", "rater_kind", "value"])
     table = table.astype({"item": "int64", "value": "float64"})
     table = table.merge(items[["item", "model", "benchmark", "category"]], on="item", how="left")
     table = table.sort_values(["item", "criterion", "rater"], kind="stable").reset_index(drop=True)
-    table = table.loc[:, list(TABLE_COLUMNS)]
+    return table.loc[:, list(TABLE_COLUMNS)]
 
+
+def score_data(
+    *, study: RatingStudy, values: ValueChoice = "latest", min_rater_items: int = 2
+) -> ScoreData:
+    """The study's long score table with item attributes, criteria, calls and coverage.
+
+    ``values="first"`` takes each clinician rating as first submitted, "latest" as it stands.
+    Always eight queries.
+    """
+    if values not in ("latest", "first"):
+        raise AgreementError(f"values must be 'latest' or 'first', got {values!r}", field="values")
+    items = _items_frame(study)
+    criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
+    clinicians = _clinician_scores(study, first=values == "first")
+    judges = _judge_scores(study)
+    table = _long_table(items, clinicians, judges, _metric_scores(study))
     calls = _calls_frame(study, items)
-    coverage = _coverage(
+    coverage = coverage_of(
         table=table,
         items=items,
         calls=calls,
-        cannot_assess=cannot_assess,
-        missing=missing,
-        invalid=invalid,
+        cannot_assess=clinicians.cannot_assess,
+        missing=clinicians.missing,
+        invalid=judges.invalid,
         min_rater_items=min_rater_items,
     )
     return ScoreData(table=table, items=items, criteria=criteria, calls=calls, coverage=coverage)
@@ -250,11 +283,18 @@ def _calls_frame(study: RatingStudy, items: pd.DataFrame) -> pd.DataFrame:
         JudgeCall.objects.filter(item__study=study)
         .order_by("pk")
         .values_list(
-            "item_id", "judge__name", "status", "cached_from_id", "input_tokens",
-            "output_tokens", "cost", "judge__price_input_per_mtok",
-            "judge__price_output_per_mtok", "judge__params",
+            "item_id",
+            "judge__name",
+            "status",
+            "cached_from_id",
+            "input_tokens",
+            "output_tokens",
+            "cost",
+            "judge__price_input_per_mtok",
+            "judge__price_output_per_mtok",
+            "judge__params",
         )
-    ):  # fmt: skip
+    ):
         max_out = (params or {}).get("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS)
         rows.append(
             (
@@ -275,68 +315,32 @@ def _calls_frame(study: RatingStudy, items: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({"input_tokens": "float64", "output_tokens": "float64", "cost": "float64"})
 
 
-def _coverage(
-    *,
-    table: pd.DataFrame,
-    items: pd.DataFrame,
-    calls: pd.DataFrame,
-    cannot_assess: Counter[tuple[str, str]],
-    missing: int,
-    invalid: Counter[str],
-    min_rater_items: int,
-) -> dict[str, Any]:
-    clin = table.loc[table["rater_kind"] == "clinician"]
-    raters_per_item = clin.groupby("item")["rater"].nunique()
-    per_item = items.set_index("item").assign(
-        n_clinicians=raters_per_item.reindex(items["item"]).fillna(0).astype(int).to_numpy()
+# Report snapshots
+
+
+def study_snapshots(*, study: RatingStudy) -> QuerySet[ReportSnapshot]:
+    """A study's snapshots, newest first, without their (large) results and method."""
+    return (
+        ReportSnapshot.objects.filter(study=study)
+        .defer("results", "method")
+        .order_by("-created_at", "-id")
     )
-    short = per_item.loc[per_item["n_clinicians"] < 2].reset_index()
-    rated = set(clin["item"].unique())
-    on_rated = table.loc[table["item"].isin(rated)]
-    rater_items = on_rated.groupby(["rater", "rater_kind"])["item"].nunique().reset_index()
-    few = rater_items.loc[rater_items["item"] < min_rater_items]
-    jury_items = set(table.loc[table["rater_kind"] == "jury", "item"])
-    by_judge: dict[str, Counter[str]] = defaultdict(Counter)
-    for judge, status in zip(calls["judge"], calls["status"], strict=True):
-        by_judge[judge][status] += 1
-    ca_by_criterion: Counter[str] = Counter()
-    ca_by_rater: Counter[str] = Counter()
-    for (rater, key), n in cannot_assess.items():
-        ca_by_criterion[key] += n
-        ca_by_rater[rater] += n
-    return {
-        "n_items": len(items),
-        "n_items_rated": len(rated),
-        "min_rater_items": min_rater_items,
-        "n_items_short": len(short),
-        "items_short": [
-            {
-                "item": int(r.item),
-                "external_id": r.external_id,
-                "model": r.model,
-                "n_clinicians": int(r.n_clinicians),
-            }
-            for r in short.itertuples()
-        ],
-        "raters_few_items": [
-            {"rater": r.rater, "rater_kind": r.rater_kind, "n_items": int(r.item)}
-            for r in few.itertuples()
-        ],
-        "cannot_assess": {
-            "total": sum(cannot_assess.values()),
-            "by_criterion": dict(sorted(ca_by_criterion.items())),
-            "by_rater": dict(sorted(ca_by_rater.items())),
-        },
-        "missing_values": missing,
-        "invalid_judge_scores": dict(sorted(invalid.items())),
-        "rated_items_without_jury": len(rated - jury_items),
-        "judge_calls": [
-            {
-                "judge": judge,
-                "total": sum(counts.values()),
-                "failed": sum(counts.get(s, 0) for s in FAILED_STATUSES),
-                "by_status": dict(sorted(counts.items())),
-            }
-            for judge, counts in sorted(by_judge.items())
-        ],
-    }
+
+
+def study_snapshot(*, study: RatingStudy, report_id: int) -> ReportSnapshot | None:
+    """One snapshot of `study`, or None (also for a snapshot of another study)."""
+    return ReportSnapshot.objects.filter(study=study, pk=report_id).first()
+
+
+def recomputation_ids(*, snapshot: ReportSnapshot) -> list[int]:
+    """Ids of the snapshots recomputed from `snapshot`, oldest first."""
+    return list(snapshot.recomputations.order_by("created_at", "id").values_list("pk", flat=True))
+
+
+def member_pseudonyms(*, study: RatingStudy) -> dict[int, str]:
+    """user id -> a study pseudonym (any role), for "created by" without names."""
+    out: dict[int, str] = {}
+    members = StudyMembership.objects.filter(study=study).exclude(pseudonym="").order_by("role")
+    for user_id, pseudonym in members.values_list("user_id", "pseudonym"):
+        out.setdefault(user_id, pseudonym)
+    return out

@@ -13,15 +13,15 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agreement import analysis, plots, services
+from agreement import analysis, plots, selectors, services
+from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
-from annotation.models import RatingStudy, StudyMembership
+from annotation.models import RatingStudy
 
 
 class ReportForm(forms.Form):
@@ -57,20 +57,10 @@ class ReportForm(forms.Form):
 
 
 def _snapshot_of(study: RatingStudy, report_id: int) -> ReportSnapshot:
-    snapshot = ReportSnapshot.objects.filter(study=study, pk=report_id).first()
+    snapshot = selectors.study_snapshot(study=study, report_id=report_id)
     if snapshot is None:
         raise Http404("No such report.")
     return snapshot
-
-
-def _pseudonyms(study: RatingStudy) -> dict[int, str]:
-    """user id -> a study pseudonym (any role), for "created by" without names."""
-    out: dict[int, str] = {}
-    for user_id, pseudonym in (
-        StudyMembership.objects.filter(study=study).exclude(pseudonym="").order_by("role")
-    ).values_list("user_id", "pseudonym"):
-        out.setdefault(user_id, pseudonym)
-    return out
 
 
 @login_required
@@ -84,18 +74,14 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
             snapshot = services.create_snapshot(
                 study=study, actor=request.user, parameters=form.cleaned_data
             )
-        except ValidationError as exc:
-            for field, msgs in exc.message_dict.items():
+        except AgreementError as exc:
+            for field, msgs in exc.as_dict().items():
                 form.add_error(field if field in form.fields else None, msgs)
         else:
             messages.success(request, f"Report computed (seed {snapshot.parameters['seed']}).")
             return redirect("agreement:report", study_id=study.pk, report_id=snapshot.pk)
-    snapshots = list(
-        ReportSnapshot.objects.filter(study=study)
-        .defer("results", "method")
-        .order_by("-created_at", "-id")[:200]
-    )
-    names = _pseudonyms(study)
+    snapshots = list(selectors.study_snapshots(study=study)[:200])
+    names = selectors.member_pseudonyms(study=study)
     rows = [(s, names.get(s.created_by_id, plots.DASH)) for s in snapshots]
     return render(
         request,
@@ -138,14 +124,15 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     snapshot = _snapshot_of(study, report_id)
     results = snapshot.results
     method = snapshot.method
-    later = list(snapshot.recomputations.order_by("created_at", "id").values_list("pk", flat=True))
     return render(
         request,
         "agreement/report.html",
         {
             "study": study,
             "snapshot": snapshot,
-            "created_by": _pseudonyms(study).get(snapshot.created_by_id, plots.DASH),
+            "created_by": selectors.member_pseudonyms(study=study).get(
+                snapshot.created_by_id, plots.DASH
+            ),
             "is_coordinator": Role.COORDINATOR in roles,
             "columns": results.get("columns", []),
             "table2": wide_table(results, "overall"),
@@ -158,7 +145,7 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
             "method_json": json.dumps(method, indent=2, sort_keys=True),
             "parameters": snapshot.parameters,
             "figures": plots.svg_figures(results),
-            "later": later,
+            "later": selectors.recomputation_ids(snapshot=snapshot),
             "clinician_column": analysis.CLINICIAN_COLUMN,
         },
     )

@@ -1,19 +1,12 @@
 """Pure statistics core of medhelm-studio (numpy / scipy / pandas only, no Django).
 
-Modules
--------
-- :mod:`.icc` - the six Shrout & Fleiss / McGraw & Wong ICC forms on a complete matrix, with
-  F tests and intervals; long table -> matrix; vectorised batches.
-- :mod:`.icc_incomplete` - incomplete designs: one-way ICC(1) with k0, REML crossed-model
-  ICC(A,1)/ICC(C,1).
-- :mod:`.alpha` - Krippendorff's alpha (interval in closed form, linear time).
-- :mod:`.bootstrap` - item bootstrap (percentile, BCa), paired differences.
-- :mod:`.medhelm` - MedHELM's agreement method on the long score table.
-- :mod:`.bands` - Koo & Li (2016) labels.
-- :mod:`.winrate` - HELM mean win rate.
+ICC on complete matrices (:mod:`.icc`, :mod:`.icc_forms`, :mod:`.icc_intervals`,
+:mod:`.icc_batch`) and incomplete designs (:mod:`.icc_oneway`, :mod:`.icc_incomplete`,
+:mod:`.reml`); Krippendorff's alpha (:mod:`.alpha`); the item bootstrap (:mod:`.bootstrap`);
+MedHELM's method on the long score table (:mod:`.medhelm`); Koo & Li bands (:mod:`.bands`);
+HELM mean win rate (:mod:`.winrate`).
 """
 
-from ._common import package_versions
 from .alpha import AlphaResult, interval_alpha, krippendorff_alpha
 from .bands import koo_li_band, koo_li_bands, koo_li_interval_band
 from .bootstrap import (
@@ -26,28 +19,19 @@ from .bootstrap import (
     bootstrap_distribution,
     icc_bootstrap,
 )
-from .icc import (
+from .common import package_versions
+from .icc import icc, icc_from_long, icc_matrix_from_long, mean_squares
+from .icc_batch import icc_batch, icc_batch_all
+from .icc_forms import (
     FORMS,
     SHROUT_FLEISS_NAMES,
     IccEstimate,
     IccTable,
     MeanSquares,
     canonical_form,
-    icc,
-    icc_batch,
-    icc_batch_all,
-    icc_from_long,
-    icc_matrix_from_long,
-    mean_squares,
 )
-from .icc_incomplete import (
-    OneWayIcc,
-    RemlIcc,
-    VarianceComponents,
-    icc_oneway_unbalanced,
-    icc_reml,
-    reml_crossed_components,
-)
+from .icc_incomplete import RemlIcc, icc_reml
+from .icc_oneway import OneWayIcc, icc_oneway_unbalanced
 from .medhelm import (
     ClinicianPairwiseStatistic,
     MachineAgreement,
@@ -61,6 +45,7 @@ from .medhelm import (
     machine_vs_clinicians,
     zscore_within_rater,
 )
+from .reml import VarianceComponents, reml_crossed_components
 from .winrate import helm_win_rates, per_benchmark_win_rates
 
 __all__ = [

@@ -1,20 +1,11 @@
-"""Krippendorff's alpha on a long table with missing ratings.
+"""Krippendorff's alpha on a long table with missing ratings (Krippendorff 2011, "Computing
+Krippendorff's Alpha-Reliability": alpha = 1 - D_o / D_e over pairable values).
 
-Source: Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability. Annenberg School
-for Communication, University of Pennsylvania (alpha = 1 - D_o / D_e over pairable values,
-i.e. values in units with at least two ratings; worked example with missing data, sec. C).
-
-- nominal, ordinal (and ratio): the ``krippendorff`` package (Castro, S.; version recorded in
-  the result), fed a units x values count matrix built here in linear time. The package then
-  builds one V x V coincidence matrix per unit, memory ~ N_units * V^2, fine for Likert scales
-  but not for continuous scores.
-- interval: closed form in O(N) time and memory (no coincidence matrix). For the squared
-  difference metric the coincidence sums reduce to sums of squares:
-  D_o = (2/n) sum_u m_u SS_u / (m_u - 1) and D_e = 2 SS_tot / (n - 1), hence
-  alpha = 1 - (n - 1) sum_u (m_u SS_u / (m_u - 1)) / (n SS_tot),
-  with m_u the ratings of pairable unit u, n = sum_u m_u, SS_u the within-unit and SS_tot the
-  pooled sum of squares about the mean of the pairable values. Equal to the package wherever
-  the package runs.
+Nominal, ordinal and ratio go to the ``krippendorff`` package, fed a units x values count
+matrix built here in linear time (its memory grows with units x values^2: fine for Likert
+scales, not for continuous scores). Interval is computed in closed form in O(N):
+alpha = 1 - (n - 1) sum_u (m_u SS_u / (m_u - 1)) / (n SS_tot) over pairable units u with m_u
+ratings, equal to the package wherever the package runs.
 """
 
 from __future__ import annotations
@@ -26,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._common import examples, numeric_values, require_columns
+from .common import examples, numeric_values, require_columns
 
 LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
 

@@ -1,23 +1,12 @@
-"""Bootstrap confidence intervals by resampling items (percentile and BCa).
+"""Bootstrap confidence intervals by resampling items: percentile and BCa with jackknife
+acceleration (Efron & Tibshirani 1993, ch. 13-14; eq. 15.36 for a difference). The resampling
+stream, bias correction and quantile rule are scipy.stats.bootstrap's, so with the same
+Generator the intervals equal scipy's (a test checks this).
 
-Sources
--------
-- Efron, B. & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman & Hall:
-  percentile interval (ch. 13) and BCa interval with jackknife acceleration (ch. 14.3,
-  eq. 14.9-14.15; eq. 15.36 for the difference of two statistics on the same resamples).
-- The resampling stream, the bias-correction rule (ties count one half) and the quantile rule
-  (numpy "linear") are those of ``scipy.stats.bootstrap``: with the same Generator the
-  percentile and BCa intervals here equal scipy's (a test checks this).
-
-Design
-------
-A statistic is an :class:`ItemStatistic`: something that can be recomputed for a matrix of item
-*multiplicities* ``weights`` of shape (B, n_items), where row b says how many times each item
-appears in resample b. Resampling n items with replacement is the same as drawing a row of
-multinomial counts, so every resample of every statistic is evaluated at once with matrix
-products (``weights @ per_item_moments``) instead of a Python loop over resamples or a
-(B, n, k) copy of the data. The jackknife (leave one item out) is the same computation with
-weights ``1 - e_i``. Two statistics evaluated on the same weights give the paired difference.
+A statistic is an :class:`ItemStatistic` recomputed from item multiplicities ``weights``
+(B, n_items): every resample is one matrix product over per-item moments, not a Python loop;
+the jackknife uses weights ``1 - e_i``, and two statistics on the same weights give the
+paired difference.
 """
 
 from __future__ import annotations
@@ -31,8 +20,10 @@ import numpy.typing as npt
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
-from ._common import as_generator
-from .icc import FORMS, canonical_form, icc, icc_from_moments, icc_item_moments
+from .common import as_generator
+from .icc import icc
+from .icc_batch import icc_from_moments, icc_item_moments
+from .icc_forms import FORMS, canonical_form
 
 #: Default cap on the number of (resample, item) cells materialised at once.
 DEFAULT_MAX_CELLS: int = 1 << 22

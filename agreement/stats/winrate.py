@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._common import examples, require_columns
+from .common import examples, require_columns
 
 
 def per_benchmark_win_rates(

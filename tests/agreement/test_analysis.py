@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from agreement import analysis
+from agreement.errors import AgreementError
 from agreement.stats import (
     bootstrap_clinician_pairwise,
     bootstrap_machine_minus_clinicians,
@@ -199,6 +200,16 @@ def test_cells_with_too_little_data_say_why():
     assert diff["status"] == "insufficient" and diff["reason"]
 
 
+def test_bad_settings_are_a_user_error_naming_the_field():
+    table, _ = make_table(n_items=6, raters_per_item=2, n_clinicians=3, clinician_noise=0.5)
+    with pytest.raises(AgreementError) as exc:
+        analysis.comparison_table(table, method="jackknife")
+    assert exc.value.field == "ci_method"
+    with pytest.raises(AgreementError) as exc:
+        analysis.comparison_table(table, min_items=1)
+    assert exc.value.field == "min_items"
+
+
 def test_the_same_seed_gives_the_same_report():
     table, _ = make_table(n_items=24, raters_per_item=2, n_clinicians=5, clinician_noise=0.5)
     a = analysis.comparison_table(table, **BOOT)
@@ -212,10 +223,9 @@ def test_the_same_seed_gives_the_same_report():
 
 def _leader_table() -> pd.DataFrame:
     # jury composites per (benchmark, model): b1: m1 4, m2 3, m3 3; b2: m1 2, m2 5, m3 3
-    jury = {("b1", "m1"): 4, ("b1", "m2"): 3, ("b1", "m3"): 3, ("b2", "m1"): 2, ("b2", "m2"): 5,
-            ("b2", "m3"): 3}  # fmt: skip
+    jury = {"b1": {"m1": 4, "m2": 3, "m3": 3}, "b2": {"m1": 2, "m2": 5, "m3": 3}}
     rows, item = [], 0
-    for (bench, model), score in jury.items():
+    for bench, model, score in ((b, m, v) for b, row in jury.items() for m, v in row.items()):
         for _ in range(2):
             attrs = (model, bench, "Cat A" if bench == "b1" else "Cat B")
             rows += _rows(item, "jury", "jury", [score] * 3, attrs)
@@ -238,19 +248,23 @@ def _leader_table() -> pd.DataFrame:
 
 
 def _calls() -> pd.DataFrame:
-    base = {"judge": "gpt", "status": "ok", "price_input_per_mtok": 2.5,
-            "price_output_per_mtok": 10.0, "max_output_tokens": 512}  # fmt: skip
-    rows = [
-        {**base, "item": 0, "model": "m1", "cached": False, "input_tokens": 1000.0,
-         "output_tokens": 200.0, "cost": 0.0045},
-        {**base, "item": 1, "model": "m1", "cached": False, "input_tokens": 3000.0,
-         "output_tokens": 100.0, "cost": 0.0085},
+    base = {
+        "judge": "gpt",
+        "status": "ok",
+        "price_input_per_mtok": 2.5,
+        "price_output_per_mtok": 10.0,
+        "max_output_tokens": 512,
+    }
+    columns = ("item", "model", "cached", "input_tokens", "output_tokens", "cost")
+    calls = [
+        (0, "m1", False, 1000.0, 200.0, 0.0045),
+        (1, "m1", False, 3000.0, 100.0, 0.0085),
         # a cache hit costs nothing and is not counted; nor is a call without token usage
-        {**base, "item": 1, "model": "m1", "cached": True, "input_tokens": None,
-         "output_tokens": None, "cost": 0.0},
-        {**base, "item": 2, "model": "m2", "status": "provider_error", "cached": False,
-         "input_tokens": None, "output_tokens": None, "cost": None},
-    ]  # fmt: skip
+        (1, "m1", True, None, None, 0.0),
+        (2, "m2", False, None, None, None),
+    ]
+    rows = [{**base, **dict(zip(columns, call, strict=True))} for call in calls]
+    rows[-1]["status"] = "provider_error"
     return pd.DataFrame(rows)
 
 

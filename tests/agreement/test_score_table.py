@@ -3,8 +3,7 @@ and a fixed number of queries however large the study."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import Decimal
+from collections import defaultdict
 
 import pandas as pd
 import pytest
@@ -13,166 +12,36 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agreement import selectors
+from agreement.errors import AgreementError
 from annotation import services as annotation_services
-from annotation.models import Assignment, Item, RubricCriterion, StudyMembership
-from delphi.models import TaxonomyNode, TaxonomyVersion
-from tests.support import jury_aggregate as jury_selectors
-from jury.models import Judge, JudgeCall, JudgeScore, JuryRun, MetricScore, PromptTemplate
+from annotation.models import Assignment, Item, StudyMembership
+from jury.models import Judge, JudgeScore, MetricScore
+from tests.agreement.factories import (
+    BENCHMARKS,
+    CATEGORIES,
+    CRITERIA,
+    Built,
+    build_study,
+    submit,
+)
 from tests.factories import make_study_with_members
 
-CRITERIA = ("accuracy", "completeness", "clarity")
-CATEGORIES = ("Clinical Decision Support", "Patient Communication and Education")
-BENCHMARKS = ("MedCalc-Bench", "MEDIQA", "")
 
-
-@dataclass
-class Built:
-    study: object
-    members: object
-    judges: list
-    items: list
-    pending: list  # assignments left unsubmitted
-
-
-def quality(item_index: int) -> int:
-    return item_index % 5 + 1
-
-
-def clinician_value(item_index: int, rater_index: int, criterion_index: int) -> int:
-    """Clinicians follow the item's quality with small, rater-specific disagreements."""
-    return max(
-        1, min(5, quality(item_index) + ((item_index + rater_index + criterion_index) % 3 == 0))
-    )
-
-
-def _taxonomy(study) -> dict[str, TaxonomyNode]:
-    version = TaxonomyVersion.objects.create(name=f"Test taxonomy {study.pk}")
-    cds = TaxonomyNode.objects.create(version=version, kind="category", name=CATEGORIES[0])
-    sub = TaxonomyNode.objects.create(
-        version=version, kind="subcategory", parent=cds, name="Supporting diagnostic decisions"
-    )
-    task = TaxonomyNode.objects.create(
-        version=version, kind="task", parent=sub, name="Calculating risk scores"
-    )
-    pce = TaxonomyNode.objects.create(version=version, kind="category", name=CATEGORIES[1])
-    sub2 = TaxonomyNode.objects.create(
-        version=version, kind="subcategory", parent=pce, name="Patient-provider messaging"
-    )
-    return {"task": task, "subcategory": sub2}
-
-
-def submit(assignment: Assignment, *, rater_index: int, item_index: int, cannot_assess=()) -> None:
-    answers = {
-        key: annotation_services.CriterionAnswer(cannot_assess=True)
-        if key in cannot_assess
-        else annotation_services.CriterionAnswer(value=clinician_value(item_index, rater_index, c))
-        for c, key in enumerate(CRITERIA)
-    }
-    annotation_services.submit_assignment(
-        assignment_id=assignment.pk, clinician=assignment.clinician, answers=answers
-    )
-
-
-def build_study(
-    *, n_items: int = 8, n_clinicians: int = 3, leave_pending: int = 1, cannot_assess: bool = True
-) -> Built:
-    """A study with taxonomy, two models, benchmarks, clinician ratings (one item short of
-    raters, one cannot-assess answer), two judges (one with a repeated run), a metric and
-    judge calls with tokens, costs and failures."""
-    members = make_study_with_members(n_items=n_items, n_clinicians=n_clinicians, k=2)
-    study = members.study
-    RubricCriterion.objects.filter(study=study, key="clarity").update(allow_cannot_assess=True)
-    nodes = _taxonomy(study)
-    items = list(Item.objects.filter(study=study).order_by("pk"))
-    for i, item in enumerate(items):
-        item.taxonomy_node = nodes["task"] if i % 4 in (0, 1) else nodes["subcategory"]
-        item.benchmark = BENCHMARKS[i % 3]
-        item.model_name = "model-b" if i % 2 else "model-a"
-        item.save(update_fields=["taxonomy_node", "benchmark", "model_name"])
-    index = {item.pk: i for i, item in enumerate(items)}
-    raters = {c.pk: r for r, c in enumerate(members.clinicians)}
-    assignments = list(
-        Assignment.objects.filter(study=study)
-        .exclude(status=Assignment.Status.WITHDRAWN)
-        .select_related("clinician")
-        .order_by("item_id", "clinician_id")
-    )
-    # one unsubmitted assignment on each of the last `leave_pending` items
-    last_per_item = {a.item_id: a for a in assignments}
-    pending = list(last_per_item.values())[len(last_per_item) - leave_pending :]
-    first_done = False
-    for a in assignments:
-        if a in pending:
-            continue
-        ca = ("clarity",) if cannot_assess and not first_done else ()
-        first_done = True
-        submit(a, rater_index=raters[a.clinician_id], item_index=index[a.item_id], cannot_assess=ca)
-
-    gpt, _ = Judge.objects.get_or_create(
-        name="gpt-judge",
-        defaults=dict(
-            provider="openai",
-            model_id="gpt",
-            weight=1.0,
-            params={"max_tokens": 512},
-            price_input_per_mtok=Decimal("2.5"),
-            price_output_per_mtok=Decimal("10"),
-        ),
-    )
-    claude, _ = Judge.objects.get_or_create(
-        name="claude-judge", defaults=dict(provider="imported", model_id="claude", weight=3.0)
-    )
-    criteria = {c.key: c for c in study.criteria.all()}
-    template = PromptTemplate.objects.create(name=f"t{study.pk}", body="{response}")
-    for run_no in (1, 2):
-        run = JuryRun.objects.create(study=study, prompt_template=template)
-        for i, item in enumerate(items):
-            status = "provider_error" if (run_no == 2 and i == 0) else "ok"
-            cached = run_no == 2 and i == 1
-            call = JudgeCall.objects.create(
-                run=run,
-                judge=gpt,
-                item=item,
-                prompt_hash=f"h{i}",
-                prompt_text="p",
-                status=status,
-                input_tokens=None if cached or status != "ok" else 1000,
-                output_tokens=None if cached or status != "ok" else 200,
-                cost=Decimal(0) if cached else (Decimal("0.0045") if status == "ok" else None),
-                cached_from=JudgeCall.objects.filter(judge=gpt, item=item).first()
-                if cached
-                else None,
-            )
-            if status != "ok":
-                continue
-            for c, key in enumerate(CRITERIA):
-                # run 1 is superseded by run 2 (latest per item, judge and criterion counts)
-                value = 1.0 if run_no == 1 else float(min(5, quality(i) + (c == 1)))
-                JudgeScore.objects.create(
-                    item=item, judge=gpt, criterion=criteria[key], call=call, value=value
-                )
-    for i, item in enumerate(items):
-        for key in CRITERIA:
-            JudgeScore.objects.create(
-                item=item, judge=claude, criterion=criteria[key], value=float(quality(i))
-            )
-        MetricScore.objects.create(
-            item=item, metric="rouge_l_f1", value=0.1 * quality(i) + 0.01 * (i % 2)
-        )
-    # one invalid verdict: left out, counted
-    bad = JuryRun.objects.create(study=study, prompt_template=template)
-    bad_call = JudgeCall.objects.create(
-        run=bad,
-        judge=gpt,
-        item=items[0],
-        prompt_hash="x",
-        prompt_text="p",
-        status="invalid_verdict",
-    )
-    JudgeScore.objects.create(
-        item=items[0], judge=gpt, criterion=criteria["accuracy"], call=bad_call, is_valid=False
-    )
-    return Built(study=study, members=members, judges=[gpt, claude], items=items, pending=pending)
+def expected_jury(study) -> dict[tuple[int, str], float]:
+    """The jury rule written out as the test's oracle: per item and criterion, the
+    weight-averaged latest valid score of every judge."""
+    latest: dict[tuple[int, str, int], tuple[float, float]] = {}
+    for s in (
+        JudgeScore.objects.filter(item__study=study, is_valid=True)
+        .select_related("judge", "criterion")
+        .order_by("pk")
+    ):
+        latest[(s.item_id, s.criterion.key, s.judge_id)] = (s.value, s.judge.weight)
+    sums: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for (item, key, _judge), (value, weight) in latest.items():
+        sums[(item, key)][0] += weight * value
+        sums[(item, key)][1] += weight
+    return {key: total / weights for key, (total, weights) in sums.items()}
 
 
 @pytest.fixture
@@ -231,10 +100,7 @@ def test_judges_latest_score_and_the_weighted_jury(built):
     # item 0: run 2 failed, so run 1's valid score is its latest; the invalid one is left out
     assert gpt[(built.items[0].pk, "accuracy")] == 1.0
     jury = table.loc[table["rater"] == "jury"].set_index(["item", "criterion"])["value"]
-    expected = {
-        (s.item_id, s.criterion): s.value
-        for s in jury_selectors.jury_item_scores(study=built.study)
-    }
+    expected = expected_jury(built.study)
     assert set(jury.index) == set(expected)
     for key, value in expected.items():
         assert jury[key] == pytest.approx(value, abs=1e-12)
@@ -294,8 +160,9 @@ def test_first_values_after_a_revision(built):
     sel = (latest["item"] == a.item_id) & (latest["rater"] == rater)
     assert set(latest.loc[sel, "value"]) == {5.0}
     pd.testing.assert_frame_equal(first, before)
-    with pytest.raises(ValueError):
+    with pytest.raises(AgreementError) as exc:
         selectors.score_data(study=built.study, values="newest")
+    assert exc.value.field == "values"
 
 
 def _count_queries(study) -> int:

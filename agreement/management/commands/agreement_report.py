@@ -10,11 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agreement import analysis, services
-from agreement.models import ReportSnapshot
+from agreement import analysis, selectors, services
+from agreement.errors import AgreementError
 from annotation.models import RatingStudy
 
 
@@ -40,7 +39,7 @@ class Command(BaseCommand):
         if options["format"] == "pdf" and options["output"] is None:
             raise CommandError("a PDF needs --output PATH")
         if options["snapshot"] is not None:
-            snapshot = ReportSnapshot.objects.filter(study=study, pk=options["snapshot"]).first()
+            snapshot = selectors.study_snapshot(study=study, report_id=options["snapshot"])
             if snapshot is None:
                 raise CommandError(f"study {study.pk} has no report snapshot {options['snapshot']}")
         else:
@@ -58,8 +57,8 @@ class Command(BaseCommand):
                     actor=None,
                     parameters={k: v for k, v in parameters.items() if v is not None},
                 )
-            except ValidationError as exc:
-                raise CommandError(f"invalid parameters: {exc.message_dict}") from exc
+            except AgreementError as exc:
+                raise CommandError(f"invalid parameters: {exc.as_dict()}") from exc
             self.stderr.write(
                 f"report snapshot #{snapshot.pk} computed: seed {snapshot.parameters['seed']}, "
                 f"{snapshot.parameters['n_resamples']} resamples, "

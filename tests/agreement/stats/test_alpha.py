@@ -16,7 +16,7 @@ import pytest
 
 from agreement.stats import interval_alpha, krippendorff_alpha
 
-from ._data import KRIPPENDORFF_2011
+from .factories import KRIPPENDORFF_2011
 
 
 def _long(reliability: np.ndarray) -> pd.DataFrame:

@@ -18,15 +18,19 @@ from agreement.stats import (
     per_benchmark_win_rates,
 )
 
+KOO_LI_EXAMPLES = {
+    "poor": (-0.2, 0.0, 0.4999),
+    "moderate": (0.5, 0.74),
+    "good": (0.75, 0.8999),
+    "excellent": (0.9, 1.0),
+    "undefined": (float("nan"), None),
+}
+
 
 @pytest.mark.parametrize(
     ("value", "band"),
-    [
-        (-0.2, "poor"), (0.0, "poor"), (0.4999, "poor"), (0.5, "moderate"), (0.74, "moderate"),
-        (0.75, "good"), (0.8999, "good"), (0.9, "excellent"), (1.0, "excellent"),
-        (float("nan"), "undefined"), (None, "undefined"),
-    ],
-)  # fmt: skip
+    [(value, band) for band, values in KOO_LI_EXAMPLES.items() for value in values],
+)
 def test_koo_li_band(value: float | None, band: str) -> None:
     assert koo_li_band(value) == band
 
@@ -42,19 +46,18 @@ def test_koo_li_bands_vectorised_and_interval() -> None:
 
 
 def test_win_rate_by_hand() -> None:
+    scores = {
+        # b1: m1 beats 3 -> 3/3; m2 beats m4 and ties m3 -> 1.5/3; m3 the same; m4 0/3
+        "b1": {"m1": 0.9, "m2": 0.8, "m3": 0.8, "m4": 0.1},
+        # b2: only m1 and m2 -> m2 1/1, m1 0/1 (m4's missing score is ignored)
+        "b2": {"m1": 0.2, "m2": 0.5, "m4": np.nan},
+        # b3: a single model is not comparable: skipped
+        "b3": {"m3": 0.7},
+    }
     df = pd.DataFrame(
-        [
-            # b1: m1 beats 3 -> 3/3; m2 beats m4 and ties m3 -> 1.5/3; m3 the same; m4 0/3
-            ("b1", "m1", 0.9), ("b1", "m2", 0.8), ("b1", "m3", 0.8), ("b1", "m4", 0.1),
-            # b2: only m1 and m2 -> m2 1/1, m1 0/1
-            ("b2", "m1", 0.2), ("b2", "m2", 0.5),
-            # b3: a single model is not comparable: skipped
-            ("b3", "m3", 0.7),
-            # a missing score is ignored
-            ("b2", "m4", np.nan),
-        ],
+        [(bench, model, v) for bench, row in scores.items() for model, v in row.items()],
         columns=["benchmark", "model", "score"],
-    )  # fmt: skip
+    )
     out = helm_win_rates(df).set_index("model")
     # means: m1 (1 + 0)/2 = .5, m2 (.5 + 1)/2 = .75, m3 .5 (b1 only), m4 0
     assert out.loc["m1", "win_rate"] == 0.5 and out.loc["m2", "win_rate"] == 0.75

@@ -24,7 +24,7 @@ from agreement.stats import (
 )
 from agreement.stats.bootstrap import bca_interval, bca_levels, resample_weights
 
-from ._data import random_matrix
+from .factories import random_matrix
 
 
 def _matrix(seed: int = 0, n: int = 40, k: int = 4) -> np.ndarray:

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pingouin as pg
 import pytest
-from pingouin.config import _no_rounding
 
 from agreement.stats import (
     FORMS,
@@ -21,9 +20,9 @@ from agreement.stats import (
     icc_from_long,
     icc_matrix_from_long,
 )
-from agreement.stats.icc import icc_from_moments, icc_item_moments
+from agreement.stats.icc_batch import icc_from_moments, icc_item_moments
 
-from ._data import SHROUT_FLEISS, long_from_matrix, random_matrix
+from .factories import SHROUT_FLEISS, long_from_matrix, pingouin_unrounded, random_matrix
 
 REL = 1e-9
 
@@ -54,7 +53,7 @@ def _pingouin(matrix: np.ndarray, *, rounded: bool = False) -> pd.DataFrame:
     df = long_from_matrix(matrix)
     if rounded:
         return pg.intraclass_corr(df, targets="item", raters="rater", ratings="value")
-    with _no_rounding():
+    with pingouin_unrounded():
         return pg.intraclass_corr(df, targets="item", raters="rater", ratings="value")
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from agreement.stats import icc, icc_oneway_unbalanced, icc_reml, reml_crossed_components
 
-from ._data import SHROUT_FLEISS, long_from_matrix, random_matrix
+from .factories import SHROUT_FLEISS, long_from_matrix, random_matrix
 
 
 def test_oneway_balanced_equals_complete_icc1() -> None:

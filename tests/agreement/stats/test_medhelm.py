@@ -22,7 +22,7 @@ from agreement.stats import (
     zscore_within_rater,
 )
 
-from ._data import medhelm_like_scores
+from .factories import medhelm_like_scores
 
 COLS = ["item", "criterion", "rater", "rater_kind", "value"]
 
@@ -37,25 +37,23 @@ def hand_case() -> pd.DataFrame:
       J: i1 (9+10+11)/3 = 10, i2 20, i3 (28+31+31)/3 = 30, and i5 = 1000 (no clinician rated
          i5, so it is not a study item and does not enter J's mean and SD): z = -1, 0, 1.
     """
+    clinicians = {  # rater: {item: (acc, cla)}
+        "A": {"i1": (1, 3), "i2": (3, 3), "i3": (5, 3)},
+        "B": {"i2": (1, 1), "i3": (2, 4), "i4": (5, 5)},
+        "C": {"i1": (3, 3), "i3": (4, 4), "i4": (1, 3)},
+    }
+    jury = {"i1": (9, 10, 11), "i2": (20, 20, 20), "i3": (28, 31, 31), "i5": (1000,) * 3}
     rows = [
-        ("i1", "acc", "A", "clinician", 1), ("i1", "cla", "A", "clinician", 3),
-        ("i2", "acc", "A", "clinician", 3), ("i2", "cla", "A", "clinician", 3),
-        ("i3", "acc", "A", "clinician", 5), ("i3", "cla", "A", "clinician", 3),
-        ("i2", "acc", "B", "clinician", 1), ("i2", "cla", "B", "clinician", 1),
-        ("i3", "acc", "B", "clinician", 2), ("i3", "cla", "B", "clinician", 4),
-        ("i4", "acc", "B", "clinician", 5), ("i4", "cla", "B", "clinician", 5),
-        ("i1", "acc", "C", "clinician", 3), ("i1", "cla", "C", "clinician", 3),
-        ("i3", "acc", "C", "clinician", 4), ("i3", "cla", "C", "clinician", 4),
-        ("i4", "acc", "C", "clinician", 1), ("i4", "cla", "C", "clinician", 3),
-        ("i1", "acc", "J", "jury", 9), ("i1", "com", "J", "jury", 10),
-        ("i1", "cla", "J", "jury", 11),
-        ("i2", "acc", "J", "jury", 20), ("i2", "com", "J", "jury", 20),
-        ("i2", "cla", "J", "jury", 20),
-        ("i3", "acc", "J", "jury", 28), ("i3", "com", "J", "jury", 31),
-        ("i3", "cla", "J", "jury", 31),
-        ("i5", "acc", "J", "jury", 1000), ("i5", "com", "J", "jury", 1000),
-        ("i5", "cla", "J", "jury", 1000),
-    ]  # fmt: skip
+        (item, criterion, rater, "clinician", v)
+        for rater, ratings in clinicians.items()
+        for item, values in ratings.items()
+        for criterion, v in zip(("acc", "cla"), values, strict=True)
+    ]
+    rows += [
+        (item, criterion, "J", "jury", v)
+        for item, values in jury.items()
+        for criterion, v in zip(("acc", "com", "cla"), values, strict=True)
+    ]
     return pd.DataFrame(rows, columns=COLS)
 
 

@@ -1,0 +1,185 @@
+"""One cell of the comparison: a machine against the clinicians, clinician against
+clinician, or the difference of the two, with its interval or the reason it has none.
+
+A statistic that cannot be computed on a cell's data raises ValueError from
+agreement.stats: that is data, not a user's mistake, so the cell records the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agreement.analysis.settings import CI_METHODS, Settings
+from agreement.stats import (
+    bootstrap_clinician_pairwise,
+    bootstrap_machine_minus_clinicians,
+    bootstrap_machine_vs_clinicians,
+    clinician_pairwise,
+    koo_li_band,
+    koo_li_interval_band,
+    machine_vs_clinicians,
+)
+
+CELL_COLUMNS = [
+    "section",
+    "row_group",
+    "row",
+    "column_kind",
+    "column",
+    "statistic",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "confidence",
+    "n_items",
+    "n_raters",
+    "n_pairs",
+    "n_resamples",
+    "n_valid_resamples",
+    "band",
+    "point_band",
+    "status",
+    "reason",
+    "dropped_raters",
+]
+
+
+def _finite(x: float) -> bool:
+    return x is not None and bool(np.isfinite(x))
+
+
+def cell(**values: Any) -> dict[str, Any]:
+    """A row of CELL_COLUMNS: `values`, the rest None."""
+    row = dict.fromkeys(CELL_COLUMNS)
+    row.update(values)
+    return row
+
+
+def result_fields(boot: Any, s: Settings) -> dict[str, Any]:
+    """Estimate, interval, bands and status of a bootstrap result."""
+    lo, hi = boot.ci_low, boot.ci_high
+    ok = _finite(lo) and _finite(hi)
+    return {
+        "estimate": boot.estimate,
+        "ci_low": lo if ok else None,
+        "ci_high": hi if ok else None,
+        "ci_method": CI_METHODS[s.method],
+        "confidence": s.confidence,
+        "n_resamples": s.n_resamples,
+        "n_valid_resamples": boot.n_valid,
+        "band": koo_li_interval_band(lo, hi) if ok else "undefined",
+        "point_band": koo_li_band(boot.estimate),
+        "status": "ok",
+        "reason": None
+        if ok
+        else f"bootstrap interval undefined ({boot.n_valid} of {s.n_resamples} resamples valid)",
+    }
+
+
+def insufficient(reason: str) -> dict[str, Any]:
+    """A cell with no estimate, saying why."""
+    return {"status": "insufficient", "reason": reason, "band": "undefined"}
+
+
+def _items_with(sub: pd.DataFrame, **where: str) -> set:
+    mask = np.ones(len(sub), dtype=bool)
+    for col, value in where.items():
+        mask &= (sub[col] == value).to_numpy()
+    return set(sub.loc[mask, "item"])
+
+
+def only_clinicians_and(sub: pd.DataFrame, machine: str) -> pd.DataFrame:
+    """The clinicians' rows and one machine's: all a machine cell reads (same result as the
+    whole table, less to standardise)."""
+    return sub.loc[(sub["rater_kind"] == "clinician") | (sub["rater"] == machine)]
+
+
+def _too_few_items(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any] | None:
+    clin_items = _items_with(sub, rater_kind="clinician")
+    machine_items = _items_with(sub, rater=machine)
+    both = len(clin_items & machine_items)
+    if not machine_items:
+        return insufficient(f"no scores from {machine} on these items")
+    if both < s.min_items:
+        return insufficient(
+            f"fewer than {s.min_items} items with clinician ratings and {machine} scores ({both})"
+        )
+    return None
+
+
+def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]:
+    """Estimate, interval, counts (or the reason there are none) for one machine."""
+    sub = only_clinicians_and(sub, machine)
+    too_few = _too_few_items(sub, machine, s)
+    if too_few is not None:
+        return too_few
+    try:
+        point = machine_vs_clinicians(sub, machine=machine, on_degenerate="drop")
+        if point.n_items < s.min_items:
+            return insufficient(
+                f"fewer than {s.min_items} items left after dropping clinicians with no "
+                f"z-score ({point.n_items})"
+            )
+        boot = bootstrap_machine_vs_clinicians(
+            sub, machine=machine, on_degenerate="drop", **s.boot()
+        )
+    except ValueError as exc:  # the data allow no estimate
+        return insufficient(str(exc))
+    return {
+        **result_fields(boot, s),
+        "n_items": point.n_items,
+        "n_raters": point.n_clinicians,
+        "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
+    }
+
+
+def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
+    """Mean pairwise clinician ICC(3,2) with its interval (or the reason there is none)."""
+    clin = sub.loc[sub["rater_kind"] == "clinician"]
+    per_item = clin.groupby("item")["rater"].nunique()
+    shared = int((per_item >= 2).sum())
+    if shared < s.min_items:
+        return insufficient(
+            f"fewer than {s.min_items} items rated by 2 or more clinicians ({shared})"
+        )
+    try:
+        point = clinician_pairwise(clin, min_shared_items=s.min_shared_items, on_degenerate="drop")
+        boot = bootstrap_clinician_pairwise(
+            clin, min_shared_items=s.min_shared_items, on_degenerate="drop", **s.boot()
+        )
+    except ValueError as exc:  # the data allow no estimate
+        return insufficient(str(exc))
+    return {
+        **result_fields(boot, s),
+        "n_items": point.n_items,
+        "n_raters": point.n_clinicians,
+        "n_pairs": point.n_pairs,
+        "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
+    }
+
+
+def difference_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]:
+    """(machine ICC) - (clinician-clinician ICC) on the same item resamples."""
+    try:
+        boot = bootstrap_machine_minus_clinicians(
+            only_clinicians_and(sub, machine),
+            machine=machine,
+            min_shared_items=s.min_shared_items,
+            on_degenerate="drop",
+            **s.boot(),
+        )
+    except ValueError as exc:  # the data allow no estimate
+        return {"status": "insufficient", "reason": str(exc)}
+    fields = result_fields(boot, s)
+    return {
+        "estimate": boot.estimate,
+        "ci_low": fields["ci_low"],
+        "ci_high": fields["ci_high"],
+        "n_items": boot.n_items,
+        "n_valid_resamples": boot.n_valid,
+        "status": "ok",
+        "reason": fields["reason"],
+    }

@@ -1,0 +1,45 @@
+"""Writes of the agreement app: report snapshots (parameters, computing, what moved) and the
+exports of a stored snapshot. Raters appear by study pseudonym, judge name or metric key."""
+
+from agreement.services.changes import COMPARED_FIELDS, TOLERANCE, compare_results
+from agreement.services.computing import (
+    canonical_hash,
+    compute_report,
+    jsonable,
+    software_versions,
+)
+from agreement.services.exports import (
+    CSV_COLUMNS,
+    export_csv,
+    export_json,
+    export_pdf,
+    snapshot_header,
+)
+from agreement.services.parameters import (
+    DEFAULT_PARAMETERS,
+    MAX_RESAMPLES,
+    MAX_SEED,
+    normalise_parameters,
+)
+from agreement.services.snapshots import create_snapshot, recompute_snapshot
+
+__all__ = [
+    "COMPARED_FIELDS",
+    "CSV_COLUMNS",
+    "DEFAULT_PARAMETERS",
+    "MAX_RESAMPLES",
+    "MAX_SEED",
+    "TOLERANCE",
+    "canonical_hash",
+    "compare_results",
+    "compute_report",
+    "create_snapshot",
+    "export_csv",
+    "export_json",
+    "export_pdf",
+    "jsonable",
+    "normalise_parameters",
+    "recompute_snapshot",
+    "snapshot_header",
+    "software_versions",
+]

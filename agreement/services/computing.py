@@ -1,0 +1,184 @@
+"""Computing a report: the score table read once, every analysis run on it, and the results
+and method turned into plain JSON values to store."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+import platform
+from collections.abc import Mapping
+from decimal import Decimal
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from django.utils import timezone
+
+from agreement import analysis, selectors
+from agreement.stats import package_versions
+from annotation.models import RatingStudy
+
+#: What the method record says in words, the same for every report.
+METHOD_TEXT = {
+    "composite": "per rater and item, the mean over criteria (cannot-assess answers are left "
+    "out of the mean and counted under coverage)",
+    "standardisation": "z = (x - rater mean) / rater SD (ddof = 1), within rater, over the "
+    "clinician-rated items of the row being analysed (each category or benchmark row on its "
+    "own); a clinician with no SD there is left out of the cell",
+    "jury_aggregate": "per item and criterion, the weight-averaged latest valid score of every "
+    "judge; composite = mean over criteria",
+    "per_criterion_metrics": "a metric has one overall value per item: per criterion it is "
+    "compared with the clinicians' scores on that criterion",
+    "bootstrap": "items resampled with replacement; z-scores recomputed in every resample; "
+    "every cell draws its resamples from the report seed; differences use the same resamples "
+    "for both terms",
+    "bands": "Koo & Li (2016) on the interval: < 0.5 poor, 0.5-0.75 moderate, 0.75-0.9 good, "
+    ">= 0.9 excellent",
+}
+FORM_NAMES = (
+    "ICC(3,k) = ICC(C,k) (McGraw & Wong): two-way mixed, consistency, average of k = 2 "
+    "'raters' (the machine's z-score and the mean of the clinicians' z-scores)"
+)
+RECORDED_PARAMETERS = (
+    "n_resamples",
+    "seed",
+    "confidence",
+    "min_items",
+    "min_shared_items",
+    "values",
+)
+
+
+def jsonable(value: Any) -> Any:
+    """numpy/pandas/Decimal values as plain JSON values; NaN and infinities as None."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, pd.DataFrame):
+        return jsonable(value.to_dict("records"))
+    if isinstance(value, list | tuple | set | np.ndarray | pd.Index):
+        return [jsonable(v) for v in value]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating | Decimal):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, str):
+        return value
+    return str(value)
+
+
+def canonical_hash(table: pd.DataFrame) -> str:
+    """sha256 of the score table in a canonical form (sorted rows, fixed columns, shortest
+    round-trip floats): the same scores always give the same hash.
+
+    A fingerprint, not an export: it keeps its own plain csv writer, because the export
+    writer's formula quoting would change the bytes (and so every stored hash)."""
+    cols = list(selectors.TABLE_COLUMNS)
+    t = table.loc[:, cols].sort_values(["item", "criterion", "rater", "rater_kind"], kind="stable")
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(cols)
+    for row in t.itertuples(index=False, name=None):
+        writer.writerow(repr(v) if isinstance(v, float) else v for v in row)
+    return hashlib.sha256(buf.getvalue().encode()).hexdigest()
+
+
+def software_versions() -> dict[str, str]:
+    """Python and the versions of every package a report's numbers depend on."""
+    out = {"python": platform.python_version(), **package_versions()}
+    for name in ("django", "matplotlib"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:  # pragma: no cover
+            out[name] = "not installed"
+    return out
+
+
+def _results(
+    study: RatingStudy, data: selectors.ScoreData, parameters: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Everything the page, the exports and the plots show, as plain JSON values."""
+    table = data.table
+    comparison = analysis.comparison_table(
+        table,
+        n_resamples=parameters["n_resamples"],
+        seed=parameters["seed"],
+        confidence=parameters["confidence"],
+        method=parameters["ci_method"],
+        min_items=parameters["min_items"],
+        min_shared_items=parameters["min_shared_items"],
+    )
+    board = analysis.leaderboard(table, data.calls)
+    return jsonable(
+        {
+            "study": {"id": study.pk, "name": study.name},
+            "rows": comparison.rows,
+            "columns": comparison.columns,
+            "criteria": comparison.criteria,
+            "cells": comparison.cells,
+            "differences": comparison.differences,
+            "leaderboard": {
+                "by_model": board.by_model,
+                "by_model_category": board.by_model_category,
+                "win_rates_by_benchmark": board.win_rates_by_benchmark,
+                "cost_by_judge": board.cost_by_judge,
+                "notes": board.notes,
+            },
+            "coverage": data.coverage,
+            "plot_data": analysis.plot_data(table, min_shared_items=parameters["min_shared_items"]),
+        }
+    )
+
+
+def _method(
+    data: selectors.ScoreData, parameters: Mapping[str, Any], input_hash: str
+) -> dict[str, Any]:
+    """Forms, n items, n raters, CI method, seed and package versions, as plain JSON values."""
+    table = data.table
+    kinds = table.groupby("rater_kind")["rater"].nunique()
+    return jsonable(
+        {
+            "forms": {
+                "machine_vs_clinicians": analysis.MACHINE_FORM,
+                "clinician_clinician": analysis.PAIRWISE_FORM,
+                "difference": analysis.DIFFERENCE_FORM,
+                "names": FORM_NAMES,
+            },
+            "composite": METHOD_TEXT["composite"],
+            "standardisation": METHOD_TEXT["standardisation"],
+            "pairwise_rule": analysis.PAIRWISE_RULE.format(n=parameters["min_shared_items"]),
+            "jury_aggregate": METHOD_TEXT["jury_aggregate"],
+            "per_criterion_metrics": METHOD_TEXT["per_criterion_metrics"],
+            "ci_method": analysis.CI_METHODS[parameters["ci_method"]],
+            "ci_method_key": parameters["ci_method"],
+            "bootstrap": METHOD_TEXT["bootstrap"],
+            **{key: parameters[key] for key in RECORDED_PARAMETERS},
+            "bands": METHOD_TEXT["bands"],
+            "n_items": {
+                "study": data.coverage["n_items"],
+                "rated_by_clinicians": data.coverage["n_items_rated"],
+                "in_score_table": int(table["item"].nunique()),
+            },
+            "n_raters": {k: int(kinds.get(k, 0)) for k in ("clinician", "judge", "jury", "metric")},
+            "package_versions": software_versions(),
+            "created_at": timezone.now().isoformat(),
+            "input_hash": input_hash,
+        }
+    )
+
+
+def compute_report(
+    *, study: RatingStudy, parameters: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """(results, method, input hash) for normalised ``parameters``; reads the study once."""
+    data = selectors.score_data(study=study, values=parameters["values"])
+    input_hash = canonical_hash(data.table)
+    results = _results(study, data, parameters)
+    return results, _method(data, parameters, input_hash), input_hash

@@ -1,0 +1,35 @@
+"""MedHELM's agreement method (Bedi et al., "MedHELM", arXiv 2505.23802 v2, 2025, Table 2
+and its methods section) on the long score table
+``item, criterion, rater, rater_kind (clinician | judge | jury | metric), value``:
+
+1-3. composite per rater and item, study set (items rated by a clinician), z-scores within
+     rater (:mod:`.composite`, :mod:`.study_set`); a rater with no SD raises, or with
+     ``on_degenerate="drop"`` is left out and listed in ``dropped_raters``;
+4.   machine vs clinicians, ICC(3,2) (:mod:`.machine`);
+5.   clinician vs clinician, mean pairwise ICC(3,2) (:mod:`.pairwise`);
+     item-bootstrap intervals and differences (:mod:`.intervals`).
+"""
+
+from .composite import DEGENERATE_POLICIES, composite_scores, zscore_within_rater
+from .intervals import (
+    bootstrap_clinician_pairwise,
+    bootstrap_machine_minus_clinicians,
+    bootstrap_machine_vs_clinicians,
+)
+from .machine import MachineAgreement, MachineVsClinicianStatistic, machine_vs_clinicians
+from .pairwise import ClinicianPairwiseStatistic, PairwiseAgreement, clinician_pairwise
+
+__all__ = [
+    "DEGENERATE_POLICIES",
+    "ClinicianPairwiseStatistic",
+    "MachineAgreement",
+    "MachineVsClinicianStatistic",
+    "PairwiseAgreement",
+    "bootstrap_clinician_pairwise",
+    "bootstrap_machine_minus_clinicians",
+    "bootstrap_machine_vs_clinicians",
+    "clinician_pairwise",
+    "composite_scores",
+    "machine_vs_clinicians",
+    "zscore_within_rater",
+]

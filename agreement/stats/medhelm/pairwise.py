@@ -1,0 +1,142 @@
+"""MedHELM step 5, clinician vs clinician: ICC(3,2) = ICC(C,2) for every pair of clinicians
+sharing enough study items (on their z-scores over the shared items), then the plain
+unweighted mean over pairs, as MedHELM reports it (a pair sharing 2 items counts as much as
+one sharing 40). Pairs whose ICC is undefined (no variation) are left out and counted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+
+from ..bootstrap import ItemStatistic
+from ..icc import icc
+from .study_set import StudySet, study_set, weighted_sd
+
+
+@dataclass(frozen=True)
+class PairwiseAgreement:
+    """MedHELM clinician-clinician agreement: plain mean of ICC(3,2) over clinician pairs."""
+
+    mean_icc: float
+    n_pairs: int  # pairs with an ICC (sharing >= min_shared_items and defined)
+    n_pairs_undefined: int  # pairs sharing enough items but with no variation
+    n_clinicians: int
+    n_items: int
+    min_shared_items: int
+    dropped_raters: tuple[object, ...]
+    pairs: pd.DataFrame = field(repr=False, compare=False)  # rater_a, rater_b, n_shared, icc
+    form: str = "mean over clinician pairs of ICC(C,k), k=2 (= ICC(3,2)), unweighted"
+
+
+def clinician_pairs(study: StudySet, min_shared_items: int) -> list[tuple[int, int]]:
+    if min_shared_items < 2:
+        raise ValueError("min_shared_items must be >= 2 (an ICC needs two items)")
+    shared = study.rated.T @ study.rated
+    r = len(study.clinicians)
+    return [(i, j) for i, j in combinations(range(r), 2) if shared[i, j] >= min_shared_items]
+
+
+def clinician_pairwise(
+    scores: pd.DataFrame, *, min_shared_items: int = 2, on_degenerate: str = "raise"
+) -> PairwiseAgreement:
+    """MedHELM step 5: ICC(3,2) per clinician pair on shared items, plain mean over pairs."""
+    study = study_set(scores, on_degenerate)
+    z = study.x / study.sd
+    rows = []
+    for i, j in clinician_pairs(study, min_shared_items):
+        both = (study.rated[:, i] > 0) & (study.rated[:, j] > 0)
+        m = z[both][:, [i, j]]
+        # The same relative guard as the bootstrap: a pair whose summed z-scores vary only at
+        # rounding level has no between-item variance, so its ICC is undefined (not -1e31).
+        sums = m.sum(axis=1)
+        spread = float(((sums - sums.mean()) ** 2).sum())
+        defined = spread > 1e-12 * float((m * m).sum())
+        value = icc(m).get("ICC(C,k)").icc if defined else float("nan")
+        rows.append((study.clinicians[i], study.clinicians[j], int(both.sum()), value))
+    pairs = pd.DataFrame(rows, columns=["rater_a", "rater_b", "n_shared", "icc"])
+    defined = pairs["icc"].notna()
+    if not defined.any():
+        raise ValueError(
+            f"no pair of clinicians shares >= {min_shared_items} items with a defined ICC"
+        )
+    return PairwiseAgreement(
+        mean_icc=float(pairs.loc[defined, "icc"].mean()),
+        n_pairs=int(defined.sum()),
+        n_pairs_undefined=int((~defined).sum()),
+        n_clinicians=len(study.clinicians),
+        n_items=len(study.items),
+        min_shared_items=min_shared_items,
+        dropped_raters=study.dropped,
+        pairs=pairs,
+    )
+
+
+class ClinicianPairwiseStatistic(ItemStatistic):
+    """Step 5 as an :class:`ItemStatistic` over the study items (see module docstring).
+
+    Per pair (r, s) the weighted moments of the two raters' centred composites on their shared
+    items are one sparse (n, 6P) matrix; z-scoring only rescales them (ICC(C,.) ignores a
+    shift per rater), so ICC(C,2) = 4 C_uv / (C_uu + C_vv + 2 C_uv) with u = x_r / sd_r,
+    v = x_s / sd_s and C the weighted (co)variance sums.
+    """
+
+    def __init__(
+        self,
+        scores: pd.DataFrame,
+        *,
+        min_shared_items: int = 2,
+        restandardize: bool = True,
+        on_degenerate: str = "raise",
+    ) -> None:
+        study = study_set(scores, on_degenerate)
+        super().__init__(study.items)
+        self.name = "mean pairwise ICC(3,2) clinician vs clinician"
+        self.restandardize = restandardize
+        self._study = study
+        pairs = clinician_pairs(study, min_shared_items)
+        if not pairs:
+            raise ValueError(f"no pair of clinicians shares >= {min_shared_items} items")
+        self._ia = np.array([p[0] for p in pairs])
+        self._ib = np.array([p[1] for p in pairs])
+        x0 = np.nan_to_num(study.x)
+        shared = study.rated[:, self._ia] * study.rated[:, self._ib]  # (n, P)
+        xa, xb = x0[:, self._ia] * shared, x0[:, self._ib] * shared
+        self._x0 = x0
+        self._shared = sparse.csc_matrix(shared)
+        self._moments = sparse.csc_matrix(np.hstack([shared, xa, xb, xa * xa, xb * xb, xa * xb]))
+        self._p = len(pairs)
+        self._direct = clinician_pairwise(
+            scores, min_shared_items=min_shared_items, on_degenerate=on_degenerate
+        ).mean_icc
+
+    def estimate(self) -> float:
+        return self._direct
+
+    def from_weights(self, weights: np.ndarray) -> np.ndarray:
+        w = np.asarray(weights, dtype=np.float64)
+        p = self._p
+        s = np.asarray((self._moments.T @ w.T).T)  # (B, 6P)
+        distinct = np.asarray((self._shared.T @ (w > 0).T.astype(np.float64)).T)  # (B, P)
+        if self.restandardize:
+            _, sd = weighted_sd(w, self._study.rated, self._x0)
+        else:
+            sd = np.broadcast_to(self._study.sd, (w.shape[0], len(self._study.clinicians)))
+        sd_a, sd_b = sd[:, self._ia], sd[:, self._ib]
+        n, sa, sb, saa, sbb, sab = (s[:, i * p : (i + 1) * p] for i in range(6))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cuu = (saa - sa * sa / n) / (sd_a * sd_a)
+            cvv = (sbb - sb * sb / n) / (sd_b * sd_b)
+            cuv = (sab - sa * sb / n) / (sd_a * sd_b)
+            den = cuu + cvv + 2.0 * cuv
+            pair_icc = 4.0 * cuv / den
+            # Rounding-level denominators (no variation on the shared items) are zero.
+            scale = saa / n / (sd_a * sd_a) + sbb / n / (sd_b * sd_b)
+        valid = (distinct >= 2) & np.isfinite(pair_icc) & (den > 1e-12 * scale)
+        pair_icc = np.where(valid, pair_icc, 0.0)
+        count = valid.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(count > 0, pair_icc.sum(axis=1) / count, np.nan)

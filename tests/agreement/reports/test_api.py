@@ -1,0 +1,43 @@
+"""The reports API: list, create, read, recompute, download; bad parameters are a 400."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_api_list_create_get_and_downloads(built, api_as):
+    api = api_as(built.members.researcher)
+    base = f"/api/studies/{built.study.pk}/agreement/reports/"
+    created = api.post(
+        base, {"n_resamples": 30, "seed": 9, "ci_method": "percentile"}, format="json"
+    )
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert body["parameters"]["seed"] == 9 and body["method"]["ci_method"].endswith("percentile")
+    listing = api.get(base).json()
+    assert listing["count"] == 1 and "results" not in listing["results"][0]
+    one = api.get(f"{base}{body['id']}/").json()
+    assert one["results"]["cells"] == body["results"]["cells"]
+    csv_response = api.get(f"{base}{body['id']}/csv/", HTTP_ACCEPT="text/csv")
+    assert csv_response.status_code == 200 and csv_response.content.startswith(b"report,section")
+    pdf = api.get(f"{base}{body['id']}/pdf/")
+    assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+    again = api.post(f"{base}{body['id']}/recompute/")
+    assert again.status_code == 201 and again.json()["previous"] == body["id"]
+    bad = api.post(base, {"n_resamples": 2, "confidence": 2}, format="json")
+    assert bad.status_code == 400 and {"n_resamples", "confidence"} <= set(bad.json())
+
+
+def test_api_schema_includes_the_report_endpoints(built, api_as):
+    response = api_as(built.members.researcher).get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    paths = json.loads(response.content)["paths"]
+    prefix = "/api/studies/{study_id}/agreement/reports/"
+    for suffix in (
+        "",
+        "{report_id}/",
+        "{report_id}/csv/",
+        "{report_id}/pdf/",
+        "{report_id}/recompute/",
+    ):
+        assert prefix + suffix in paths
