@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "medhelm_site.apps.SiteConfig",
     "delphi",
     "annotation",
     "jury",
