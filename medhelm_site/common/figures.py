@@ -17,8 +17,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
 
 _XML_HEAD = re.compile(r"^.*?(?=<svg)", re.S)
 

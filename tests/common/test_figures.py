@@ -34,5 +34,7 @@ def test_text_pages_and_wrapping():
     assert all(len(line) <= 30 for line in long) and long[1].startswith("    ")
     buffer = io.BytesIO()
     with PdfPages(buffer) as pdf:
-        text_page(pdf, ["$5 a $6", *HOSTILE], heading="$ heading", size=(8.27, 11.69), page_label="1")
+        text_page(
+            pdf, ["$5 a $6", *HOSTILE], heading="$ heading", size=(8.27, 11.69), page_label="1"
+        )
     assert buffer.getvalue().startswith(b"%PDF")
