@@ -23,7 +23,7 @@ from playwright.sync_api import Locator, Page, Route, expect
 from delphi import services
 from delphi.models import Panelist, PanelistRound, Response, Round, RoundItem
 from tests.delphi.flow import BASE_URL, PanelStudy, answer_all, make_panel_study
-from tests.factories import TEST_PASSWORD
+from tests.support.browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -37,17 +37,6 @@ def built(transactional_db) -> PanelStudy:
 
 def round_url(live_server, built: PanelStudy) -> str:
     return live_server.url + reverse("delphi:panel_round", kwargs={"study_id": built.study.pk})
-
-
-def log_in(page: Page, live_server, built: PanelStudy, username: str) -> None:
-    """Through the real login form, coming back to the questionnaire (?next=)."""
-    target = round_url(live_server, built)
-    page.goto(target)
-    page.wait_for_url(re.compile(r"/accounts/login/\?next="))
-    page.fill("#id_username", username)
-    page.fill("#id_password", TEST_PASSWORD)
-    page.press("#id_password", "Enter")
-    page.wait_for_url(target)
 
 
 def wait_until(page: Page, predicate: Callable[[], object], what: str, timeout: float = 10) -> None:
@@ -206,7 +195,7 @@ def test_draft_survives_reloads_and_a_failing_draft_endpoint_then_submits(
 ):
     panelist = built.panelists[0]
     round1 = built.round(1)
-    log_in(page, live_server, built, panelist.user.username)
+    log_in(page, live_server, panelist.user.username, via=round_url(live_server, built))
     q = Questionnaire(
         page=page,
         panelist=panelist,
@@ -235,7 +224,7 @@ def test_round_two_feedback_and_the_reason_outside_the_iqr(
     services.open_round(round_=round2, actor=actor, base_url=BASE_URL)
     diagnosis = round2.items.get(name="Diagnosis")
     panelist = built.panelists[0]
-    log_in(page, live_server, built, panelist.user.username)
+    log_in(page, live_server, panelist.user.username, via=round_url(live_server, built))
 
     section = page.locator(f"#item-{diagnosis.pk}")
     expect(section.locator("[data-testid=feedback] svg")).to_be_visible()

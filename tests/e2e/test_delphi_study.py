@@ -39,7 +39,8 @@ from delphi.models import (
     Suggestion,
     TaxonomyVersion,
 )
-from tests.factories import TEST_PASSWORD, UserFactory
+from tests.factories import UserFactory
+from tests.support.browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -61,14 +62,6 @@ RATINGS = {
     3: {"Billing": [8, 8, 8, 8, 8, 5]},
 }
 N_PANELISTS = 6
-
-
-def log_in(page: Page, live_server, username: str, password: str = TEST_PASSWORD) -> None:
-    page.goto(live_server.url + "/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.press("#id_password", "Enter")
-    page.wait_for_url(live_server.url + "/")
 
 
 def click_and_wait(page: Page, button_name: str) -> None:

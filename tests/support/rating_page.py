@@ -5,7 +5,6 @@ Every check that matters reads the database (what the server kept), not only the
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +13,8 @@ from django.urls import reverse
 from playwright.sync_api import BrowserContext, Error, Locator, Page, Response, expect
 
 from annotation.models import Assignment, Rating
-from tests.factories import MEDHELM_CRITERIA, TEST_PASSWORD
+from tests.factories import MEDHELM_CRITERIA
+from tests.support import browser
 
 KEYS = tuple(c["key"] for c in MEDHELM_CRITERIA)  # accuracy, completeness, clarity
 TIMEOUT_MS = 10_000
@@ -86,11 +86,7 @@ def rate_url(live_server, assignment: Assignment) -> str:
 def log_in(context: BrowserContext, live_server, username: str) -> Page:
     """Log in through the real login form; returns the page showing the home page."""
     page = context.new_page()
-    page.goto(live_server.url + "/")
-    page.wait_for_url(re.compile(r"/accounts/login/"))
-    page.fill("#id_username", username)
-    page.fill("#id_password", TEST_PASSWORD)
-    page.press("#id_password", "Enter")
+    browser.log_in(page, live_server, username, via=live_server.url + "/")
     expect(page.get_by_role("heading", name="Your rating queues")).to_be_visible()
     return page
 
