@@ -5,20 +5,13 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotation.models import Assignment, RatingStudy, RubricCriterion
+from annotation.services import CRITERION_FIELDS
 
 
 class CriterionSerializer(serializers.ModelSerializer):
     class Meta:
         model = RubricCriterion
-        fields = [
-            "key",
-            "label",
-            "definition",
-            "scale_min",
-            "scale_max",
-            "anchors",
-            "allow_cannot_assess",
-        ]
+        fields = list(CRITERION_FIELDS)
 
 
 class StudySerializer(serializers.ModelSerializer):

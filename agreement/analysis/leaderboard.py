@@ -59,18 +59,21 @@ def _win_rates(scores: pd.DataFrame, column: str, kind: str) -> tuple[pd.DataFra
     return mean, by_bench
 
 
+COST_BY_MODEL_COLUMNS = ("model", "n_items_costed", "cost_per_item", "cost_estimate_per_item")
+COST_BY_JUDGE_COLUMNS = (
+    "judge",
+    "n_calls",
+    "n_calls_costed",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "cost_estimate",
+)
+
+
 def _costs(calls: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per model, per judge) billed cost and MedHELM estimate over calls with known tokens."""
-    cols_model = ["model", "n_items_costed", "cost_per_item", "cost_estimate_per_item"]
-    cols_judge = [
-        "judge",
-        "n_calls",
-        "n_calls_costed",
-        "input_tokens",
-        "output_tokens",
-        "cost",
-        "cost_estimate",
-    ]
+    cols_model, cols_judge = list(COST_BY_MODEL_COLUMNS), list(COST_BY_JUDGE_COLUMNS)
     if calls.empty:
         return pd.DataFrame(columns=cols_model), pd.DataFrame(columns=cols_judge)
     c = calls.copy()

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agreement.analysis.leaderboard import COST_BY_JUDGE_COLUMNS
 from agreement.plots.numbers import DASH, fmt, fmt_ci
 from medhelm_site.common.figures import wrap_line
 
@@ -44,15 +45,7 @@ BY_MODEL_CATEGORY_FIELDS = [
     "n_items_jury",
     "jury_mean",
 ]
-COST_BY_JUDGE_FIELDS = [
-    "judge",
-    "n_calls",
-    "n_calls_costed",
-    "input_tokens",
-    "output_tokens",
-    "cost",
-    "cost_estimate",
-]
+COST_BY_JUDGE_FIELDS = list(COST_BY_JUDGE_COLUMNS)
 COVERAGE_COUNTS = (
     "n_items",
     "n_items_rated",
