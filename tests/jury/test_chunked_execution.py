@@ -227,14 +227,12 @@ def test_a_call_another_live_worker_holds_is_waited_for(study, fake_provider):
     judge = make_judge(fake_provider)
     run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
     call_ids = ids(run)
-    other = limits.RedisLimiter(REDIS_URL, limits._key_prefix())
+    other = limits.RedisLimiter(REDIS_URL, limits.key_prefix())
     assert other.claim(claimant=other.claimant("chunk"), call_ids=[call_ids[0]]) == {call_ids[0]}
 
     def die() -> None:
         time.sleep(0.5)
-        other._stopped.set()
-        other._thread.join()
-        other.client.delete(f"{other.prefix}owner:{other.owner}")
+        other.stop()  # no release: its heartbeat ends and its owner key lapses (at once)
 
     killer = threading.Thread(target=die)
     killer.start()
