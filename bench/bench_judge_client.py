@@ -10,7 +10,7 @@ max_retries=0, `chat.completions.with_raw_response.create(**body)` (or `messages
 same request body and reply parsing as the judge's own client. Beside it, the same SDK with its
 default httpx client, and `jury.execution.clients.AsyncProvider.complete`, which the chunk
 engine uses (the SDK's URL and headers, sent with aiohttp). All run on one event loop in this
-process, `--in-flight` requests at a time, against tests/jury/fake_provider.py in a process of
+process, `--in-flight` requests at a time, against tests/support/fake_provider in a process of
 its own answering after `--latency` seconds; each request has its own prompt. Measured: this
 process's CPU (user + system) per request, best of two rounds each, and each client's ratio
 to the baseline. Every client's replies are checked to be the same verdicts, prompt by prompt,
@@ -125,10 +125,7 @@ async def compare(protocol: str, url: str, n: int, in_flight: int) -> dict[str, 
         async def send(request: Any) -> Any:
             body = sync.request_body(request)
             raw = await create(**body, timeout=request.timeout_seconds)
-            text = raw.http_response.text
-            if protocol == "openai":
-                return sync._reply_from_body(text, structured="response_format" in body)
-            return sync._reply_from_body(text)
+            return sync.parse_body(raw.http_response.text, body=body)
 
         return send
 

@@ -31,6 +31,7 @@ from jury.providers import (
     parse_retry_after,
     verdict_json_schema,
 )
+from jury.providers.http import HttpReply
 from jury.verdicts import parse_verdict
 from tests.support.fake_provider import (
     FakeProvider,
@@ -408,12 +409,13 @@ def test_criterion_spec_validates_and_freezes_anchors():
 
 
 def parse_body(protocol: str, text: str):
+    """The reply the client reads in a 200 with body `text` (its plain-HTTP form)."""
     client = client_for(
         provider=protocol, model_id="m", endpoint="http://127.0.0.1:9", api_key=API_KEY
     )
-    if protocol == "openai":
-        return client._reply_from_body(text, structured=True)
-    return client._reply_from_body(text)
+    return client.parse_reply(
+        HttpReply(200, {}, text), request=client.build_request(make_request())
+    )
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
