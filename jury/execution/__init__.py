@@ -16,10 +16,10 @@ Two ways to run calls, under the same rules:
   through one asyncio event loop of that process (`Engine`, a thread of its own), sent with
   aiohttp in the providers' plain-HTTP form (jury.providers.http): one process keeps dozens
   of requests in flight without a thread each, and waits for the judge's Redis tokens
-  without polling. The task's own thread does
-  the database work: it loads the chunk in one query, serves cache hits, and stores the
-  answers in batches as they arrive (one transaction per batch), so a killed worker loses
-  only the requests in flight; those calls stay pending for a resume.
+  without polling. The task's own thread does the database work: it loads the chunk in one
+  query, serves cache hits, and stores the answers in batches as they arrive (one
+  transaction per batch), so a killed worker loses only the requests in flight; those calls
+  stay pending for a resume.
 
 Modules: storage (storing outcomes, the cache), retries (backoff), single (one call),
 clients (the event loop's provider clients), engine (the event loop and Redis tokens),
