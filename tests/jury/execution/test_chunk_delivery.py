@@ -72,11 +72,17 @@ def test_a_cancelled_run_leaves_its_calls_pending(study, fake_provider):
     assert run.status == "finished"
 
 
-def test_dispatch_sends_chunks_when_the_limits_live_in_redis(study, fake_provider, monkeypatch):
+def test_a_run_is_sent_in_chunks_when_the_limits_live_in_redis(
+    study, fake_provider, monkeypatch, django_capture_on_commit_callbacks
+):
     from jury import tasks
 
     sent: list[list[int]] = []
     monkeypatch.setattr(tasks.execute_judge_calls, "delay", sent.append)
     monkeypatch.setattr(services, "CALLS_PER_TASK", 3)
-    services._dispatch([1, 2, 3, 4, 5, 6, 7])
-    assert sent == [[1, 2, 3], [4, 5, 6], [7]]
+    judges = [make_judge(fake_provider, name="gpt"), make_judge(fake_provider, name="gpt-2")]
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.start_run(study=study, judges=judges, actor=None)
+    ids = sorted(call_ids(run))
+    assert sorted(i for chunk in sent for i in chunk) == ids  # 4 items, 2 judges: 8 calls
+    assert [len(chunk) for chunk in sent] == [3, 3, 2]
