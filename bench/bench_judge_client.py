@@ -110,14 +110,6 @@ def sdk_clients(protocol: str, endpoint: str) -> dict[str, Any]:
     return sdks
 
 
-def parse_reply(sync: Any, protocol: str, text: str, body: dict[str, Any]) -> Any:
-    """The judge's own parsing of a reply body (the one place this bench reads a provider
-    client's internals: jury.providers' `_reply_from_body`)."""
-    if protocol == "openai":
-        return sync._reply_from_body(text, structured="response_format" in body)
-    return sync._reply_from_body(text)
-
-
 def through_sdk(sdk_client: Any, sync: Any, protocol: str) -> Callable[[Any], Awaitable[Any]]:
     """Send a request through the SDK client with the judge's body and reply parsing."""
     create = (
@@ -129,7 +121,7 @@ def through_sdk(sdk_client: Any, sync: Any, protocol: str) -> Callable[[Any], Aw
     async def send(request: Any) -> Any:
         body = sync.request_body(request)
         raw = await create(**body, timeout=request.timeout_seconds)
-        return parse_reply(sync, protocol, raw.http_response.text, body)
+        return sync.parse_body(raw.http_response.text, body=body)
 
     return send
 

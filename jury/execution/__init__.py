@@ -14,14 +14,16 @@ Two ways to run calls, under the same rules:
 - `execute_calls(call_ids=...)`: a chunk of calls, the Celery task `start_run` sends when the
   limits live in Redis. The provider requests of every chunk a worker process runs go
   through one asyncio event loop of that process (`Engine`, a thread of its own), sent with
-  aiohttp to the URL and headers the SDKs build: one process keeps dozens of requests in flight without a thread
-  each, and waits for the judge's Redis tokens without polling. The task's own thread does
-  the database work: it loads the chunk in one query, serves cache hits, and stores the
-  answers in batches as they arrive (one transaction per batch), so a killed worker loses
-  only the requests in flight; those calls stay pending for a resume.
+  aiohttp in the providers' plain-HTTP form (jury.providers.http): one process keeps dozens
+  of requests in flight without a thread each, and waits for the judge's Redis tokens
+  without polling. The task's own thread does the database work: it loads the chunk in one
+  query, serves cache hits, and stores the answers in batches as they arrive (one
+  transaction per batch), so a killed worker loses only the requests in flight; those calls
+  stay pending for a resume.
 
 Modules: storage (storing outcomes, the cache), retries (backoff), single (one call),
-clients (the event loop's provider clients), engine (the event loop and Redis tokens), chunks (a chunk).
+clients (the event loop's provider clients), engine (the event loop and Redis tokens),
+chunks (a chunk).
 """
 
 from jury.execution.chunks import execute_calls

@@ -7,11 +7,11 @@ from __future__ import annotations
 import queue
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from jury import limits
 from jury.execution import storage
-from jury.execution.engine import ChunkState, Job, get_engine
+from jury.execution.engine import ChunkState, Engine, Job, get_engine
 from jury.execution.retries import DEFAULT_MAX_ATTEMPTS
 from jury.execution.single import execute_call
 from jury.models import Judge, JudgeCall, JuryRun
@@ -19,10 +19,11 @@ from jury.models import Judge, JudgeCall, JuryRun
 # How often the task's thread looks for a cancel request while calls run.
 CANCEL_POLL_SECONDS = 1.0
 # Answers are stored as they come; a batch is what arrived meanwhile, gathered for at most
-# this long (a killed worker loses at most this much of answered work). At 0.02 s a batch
-# held about 4 answers in the jury benchmark; at 0.1 s about 8, which took the saves' CPU
-# from 0.73 to 0.53 ms a call.
+# this long (a killed worker loses at most this much of answered work; a longer linger makes
+# larger batches, which cost less to save per call).
 FLUSH_LINGER_SECONDS = 0.1
+
+Criteria = dict[int, tuple[tuple, dict[str, int]]]  # study -> its criteria specs and ids
 
 
 def execute_calls(*, call_ids: Sequence[int]) -> dict[str, int]:
@@ -31,16 +32,45 @@ def execute_calls(*, call_ids: Sequence[int]) -> dict[str, int]:
     skipped, calls claimed by another live worker are waited for."""
     ids = list(dict.fromkeys(int(i) for i in call_ids))
     counts: dict[str, int] = {}
-
-    def count(status: str) -> None:
-        counts[status] = counts.get(status, 0) + 1
-
     if limits.backend() != "redis":
         for call_id in ids:
-            count(execute_call(call_id=call_id))
+            _count(counts, execute_call(call_id=call_id))
         return counts
 
-    # The calls, then their few judges and runs once each (not joined on every row).
+    calls = _pending_calls(ids)
+    live = [c for c in calls.values() if not c.run.cancel_requested]
+    counts["pending"] = len(calls) - len(live)
+    if not live:
+        return counts
+    storage.mark_running({c.run_id for c in live if c.run.status == JuryRun.Status.QUEUED})
+    criteria = {sid: storage.study_criteria(sid) for sid in {c.run.study_id for c in live}}
+    hits = _serve_from_cache(live, calls=calls, criteria=criteria, counts=counts)
+    # Identical requests inside the chunk: the first goes out, the others run after it (and
+    # are then served from the cache).
+    leaders: dict[tuple[int, str], JudgeCall] = {}
+    later: list[int] = []
+    for c in live:
+        if c.pk in hits:
+            continue
+        if (c.judge_id, c.prompt_hash) in leaders:
+            later.append(c.pk)
+        else:
+            leaders[(c.judge_id, c.prompt_hash)] = c
+    later += _send(list(leaders.values()), calls=calls, criteria=criteria, counts=counts)
+    for run_id in {c.run_id for c in live}:
+        storage.finish_run_if_done(run_id)
+    for call_id in later:
+        _count(counts, execute_call(call_id=call_id))
+    return counts
+
+
+def _count(counts: dict[str, int], status: str) -> None:
+    counts[status] = counts.get(status, 0) + 1
+
+
+def _pending_calls(ids: Sequence[int]) -> dict[int, JudgeCall]:
+    """The calls still pending, with their few judges and runs read once each (not joined
+    on every row)."""
     calls = {
         c.pk: c
         for c in JudgeCall.objects.filter(pk__in=ids, status=JudgeCall.Status.PENDING).order_by(
@@ -48,18 +78,20 @@ def execute_calls(*, call_ids: Sequence[int]) -> dict[str, int]:
         )
     }
     judges = Judge.objects.in_bulk({c.judge_id for c in calls.values()})
-    run_rows = JuryRun.objects.in_bulk({c.run_id for c in calls.values()})
+    runs = JuryRun.objects.in_bulk({c.run_id for c in calls.values()})
     for c in calls.values():
-        c.judge, c.run = judges[c.judge_id], run_rows[c.run_id]
-    live = [c for c in calls.values() if not c.run.cancel_requested]
-    counts["pending"] = len(calls) - len(live)
-    if not live:
-        return counts
-    runs = {c.run_id for c in live}
-    storage.mark_running({c.run_id for c in live if c.run.status == JuryRun.Status.QUEUED})
-    criteria = {sid: storage.study_criteria(sid) for sid in {c.run.study_id for c in live}}
+        c.judge, c.run = judges[c.judge_id], runs[c.run_id]
+    return calls
 
-    # The cache first: identical earlier requests cost nothing.
+
+def _serve_from_cache(
+    live: Sequence[JudgeCall],
+    *,
+    calls: dict[int, JudgeCall],
+    criteria: Criteria,
+    counts: dict[str, int],
+) -> set[int]:
+    """Store the calls an identical earlier request answered (at no cost); their ids."""
     sources = storage.cache_sources(live)
     hits = [
         storage.Outcome(call_id=c.pk, status=JudgeCall.Status.OK, source=sources[key])
@@ -67,24 +99,22 @@ def execute_calls(*, call_ids: Sequence[int]) -> dict[str, int]:
         if (key := (c.judge_id, c.prompt_hash)) in sources
     ]
     for status in storage.save_outcomes(hits, calls=calls, criteria=criteria).values():
-        count(status)
-    hit_ids = {o.call_id for o in hits}
-    # Identical requests inside the chunk: the first goes out, the others run after it (and
-    # are then served from the cache).
-    leaders: dict[tuple[int, str], JudgeCall] = {}
-    later: list[int] = []
-    for c in live:
-        if c.pk in hit_ids:
-            continue
-        if (c.judge_id, c.prompt_hash) in leaders:
-            later.append(c.pk)
-        else:
-            leaders[(c.judge_id, c.prompt_hash)] = c
+        _count(counts, status)
+    return {o.call_id for o in hits}
 
+
+def _send(
+    leaders: Sequence[JudgeCall],
+    *,
+    calls: dict[int, JudgeCall],
+    criteria: Criteria,
+    counts: dict[str, int],
+) -> list[int]:
+    """Claim the calls and run those claimed on the engine; returns the ids another worker
+    holds (they are run one by one afterwards, which waits for that worker)."""
     limiter = limits.redis_limiter()
     claimant = limiter.claimant(f"c{uuid.uuid4().hex[:12]}")
-    claimed = limiter.claim(claimant=claimant, call_ids=[c.pk for c in leaders.values()])
-    later.extend(c.pk for c in leaders.values() if c.pk not in claimed)  # held elsewhere
+    claimed = limiter.claim(claimant=claimant, call_ids=[c.pk for c in leaders])
     jobs = [
         Job(
             call_id=c.pk,
@@ -92,32 +122,30 @@ def execute_calls(*, call_ids: Sequence[int]) -> dict[str, int]:
             request=storage.build_request(c, c.judge, criteria[c.run.study_id][0]),
             max_attempts=int(c.judge.params.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
         )
-        for c in leaders.values()
+        for c in leaders
         if c.pk in claimed
     ]
     try:
         if jobs:
-            _run_jobs(jobs, limiter=limiter, calls=calls, criteria=criteria, count=count)
+            _run_jobs(
+                jobs, engine=get_engine(limiter), calls=calls, criteria=criteria, counts=counts
+            )
     finally:
         # The chunk's claims end with it: its calls are stored by now, or stay pending.
         limiter.unclaim(claimant=claimant, call_ids=claimed)
-    for run_id in runs:
-        storage.finish_run_if_done(run_id)
-    for call_id in later:
-        count(execute_call(call_id=call_id))
-    return counts
+    return [c.pk for c in leaders if c.pk not in claimed]
 
 
 def _run_jobs(
     jobs: Sequence[Job],
     *,
-    limiter: limits.RedisLimiter,
+    engine: Engine,
     calls: dict[int, JudgeCall],
-    criteria: dict[int, tuple[tuple, dict[str, int]]],
-    count: Callable[[str], None],
+    criteria: Criteria,
+    counts: dict[str, int],
 ) -> None:
-    """Hand the jobs to the engine and store their outcomes as they arrive."""
-    engine = get_engine(limiter)
+    """Hand the jobs to the engine and store their outcomes as they arrive; ask the engine
+    to stop when a run is cancelled (the calls still waiting stay pending)."""
     results: queue.SimpleQueue[storage.Outcome] = queue.SimpleQueue()
     state = ChunkState()
     done = engine.run_chunk(jobs, state, results.put)
@@ -126,23 +154,14 @@ def _run_jobs(
     next_cancel_check = time.monotonic() + CANCEL_POLL_SECONDS
     try:
         while outstanding:
-            try:
-                batch = [results.get(timeout=CANCEL_POLL_SECONDS)]
-            except queue.Empty:
-                batch = []
+            batch = _next_batch(results)
             failure = done.exception() if not batch and done.done() else None
             if failure is not None:  # the engine itself failed (not a call): stop here
                 raise failure
             if batch:
-                deadline = time.monotonic() + FLUSH_LINGER_SECONDS
-                while True:
-                    try:
-                        batch.append(results.get(timeout=max(0.0, deadline - time.monotonic())))
-                    except queue.Empty:
-                        break
                 saved = storage.save_outcomes(batch, calls=calls, criteria=criteria)
                 for outcome in batch:
-                    count(saved.get(outcome.call_id, JudgeCall.Status.PENDING))
+                    _count(counts, saved.get(outcome.call_id, JudgeCall.Status.PENDING))
                 outstanding -= len(batch)
             if not state.cancelled and time.monotonic() >= next_cancel_check:
                 next_cancel_check = time.monotonic() + CANCEL_POLL_SECONDS
@@ -152,3 +171,18 @@ def _run_jobs(
     except BaseException:
         engine.cancel(state)  # the calls still waiting stay pending
         raise
+
+
+def _next_batch(results: queue.SimpleQueue[storage.Outcome]) -> list[storage.Outcome]:
+    """The outcomes that arrive within CANCEL_POLL_SECONDS, and those that follow the first
+    within FLUSH_LINGER_SECONDS; empty when none came."""
+    try:
+        batch = [results.get(timeout=CANCEL_POLL_SECONDS)]
+    except queue.Empty:
+        return []
+    deadline = time.monotonic() + FLUSH_LINGER_SECONDS
+    while True:
+        try:
+            batch.append(results.get(timeout=max(0.0, deadline - time.monotonic())))
+        except queue.Empty:
+            return batch

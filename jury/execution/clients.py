@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -15,10 +14,7 @@ import aiohttp
 from jury.models import Judge
 from jury.providers import base as providers
 from jury.providers import client_for
-
-# Headers that carry a key: never sent by a judge without one (a keyless gateway, vLLM,
-# Ollama), whatever the SDK would put there by default.
-AUTH_HEADERS = frozenset({"authorization", "x-api-key"})
+from jury.providers.http import HttpReply, HttpRequest, SdkHttpClient
 
 
 def client_key(judge: Judge) -> tuple:
@@ -31,10 +27,6 @@ def client_key(judge: Judge) -> tuple:
         api_key,
         repr(sorted(judge.params.items())),
     )
-
-
-async def no_key() -> str:
-    return ""
 
 
 def judge_http_session() -> aiohttp.ClientSession:
@@ -50,30 +42,16 @@ def judge_http_session() -> aiohttp.ClientSession:
     )
 
 
-def sdk_headers(headers: Mapping[str, Any], *, keyed: bool) -> dict[str, str]:
-    """The headers the SDK client sends on every request (auth, API version, content type,
-    client identification), without its Omit markers, and without auth headers for a judge
-    that has no key."""
-    return {
-        name: value
-        for name, value in headers.items()
-        if isinstance(value, str) and (keyed or name.lower() not in AUTH_HEADERS)
-    }
-
-
 class AsyncProvider:
     """A judge's provider for the event loop.
 
-    For the OpenAI-compatible and Anthropic protocols: the request body and the reply parsing
-    of the synchronous client (jury.providers), so both paths send and read exactly the same
-    thing; the URL and the headers that the official SDK's async client builds for this
-    judge; aiohttp to send them; the SDK path's status mapping (providers.status_error).
-    The SDK's own request layer (request validation, options models, httpx requests and
-    responses) was the jury benchmark's largest single cost on two cores: with the same
-    bodies and parsing, the SDK's async client over its DefaultAioHttpClient takes 4.5-6
-    times the CPU a request of this path (bench/bench_judge_client.py, 48 in flight; e.g.
-    1.57 against 0.34 ms on one machine, 4.4 against 0.8 ms on a slower one). Other
-    providers (Azure OpenAI, the local model) run their synchronous client in a thread."""
+    For the OpenAI-compatible and Anthropic protocols: the request the synchronous client
+    builds in plain-HTTP form (`build_request`: its body, the URL and headers of the
+    official SDK's async client), sent with aiohttp, and read back by the same client
+    (`parse_reply`: its parsing and status mapping), so both paths send and read exactly the
+    same thing without the SDK's request layer, the costliest part of a request on the
+    engine (bench/bench_judge_client.py measures it). Other providers (Azure OpenAI, the
+    local model) run their synchronous client in a thread."""
 
     def __init__(self, judge: Judge, api_key: str | None) -> None:
         self.sync: Any = client_for(
@@ -83,80 +61,37 @@ class AsyncProvider:
             api_key=api_key,
             params=judge.params,
         )
-        self.protocol = judge.provider
-        self.url = ""
-        self.headers: dict[str, str] = {}
         self.session: aiohttp.ClientSession | None = None
-        sdk_client: Any = None
-        if judge.provider == Judge.Provider.OPENAI and not judge.params.get("api_version"):
-            import openai
-
-            # Never api_key=None: the SDK would fall back to OPENAI_API_KEY (see openai_compat).
-            sdk_client = openai.AsyncOpenAI(
-                base_url=judge.endpoint or None, api_key=api_key or no_key, max_retries=0
-            )
-            path = "chat/completions"
-        elif judge.provider == Judge.Provider.ANTHROPIC:
-            import anthropic
-
-            sdk_client = anthropic.AsyncAnthropic(
-                base_url=judge.endpoint or None, api_key=api_key or "", max_retries=0
-            )
-            path = "v1/messages"
-        if sdk_client is not None:
-            # Joined as the SDK's _prepare_url does: its base URL's path ends in "/".
-            base = sdk_client.base_url
-            self.url = str(base.copy_with(raw_path=base.raw_path + path.encode()))
-            self.headers = sdk_headers(
-                {**sdk_client.auth_headers, **sdk_client.default_headers}, keyed=bool(api_key)
-            )
-
-    @property
-    def label(self) -> str:
-        return self.sync._label
 
     async def complete(self, request: providers.JudgeRequest) -> providers.JudgeReply:
-        if not self.url:
-            return await asyncio.to_thread(self.sync.complete, request)
+        sync = self.sync
+        http = sync.build_request(request) if isinstance(sync, SdkHttpClient) else None
+        if http is None:
+            return await asyncio.to_thread(sync.complete, request)
+        try:
+            reply = await self._post(http, timeout_seconds=request.timeout_seconds)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise sync.transport_error(exc) from None
+        return sync.parse_reply(reply, request=http)
+
+    async def _post(self, http: HttpRequest, *, timeout_seconds: float) -> HttpReply:
         if self.session is None:
             self.session = judge_http_session()
-        body = self.sync.request_body(request)
-        seconds = request.timeout_seconds
-        secret = self.sync._api_key
-        try:
-            async with self.session.post(
-                self.url,
-                data=json.dumps(body).encode(),
-                headers=self.headers,
-                # What the SDKs' aiohttp transport makes of their timeout: connecting, and
-                # each wait for the answer's bytes, at most `seconds`.
-                timeout=aiohttp.ClientTimeout(sock_connect=seconds, sock_read=seconds),
-            ) as response:
-                raw = await response.read()
-                status, headers, reason = response.status, response.headers, response.reason
-                charset = response.charset
-        except TimeoutError:
-            raise providers.ProviderTimeout(
-                f"{self.label}: no response within the timeout"
-            ) from None
-        except aiohttp.ClientError as exc:
-            detail = providers.redact(str(exc), secret)
-            raise providers.ConnectionFailed(
-                f"{self.label}: connection failed ({type(exc).__name__}: {detail})"
-            ) from None
-        text = _decode(raw, charset)
-        if not 200 <= status < 300:
-            raise providers.status_error(
-                status,
-                headers,
-                text,
-                label=self.label,
-                secret=secret,
-                reason=reason or _phrase(status),
+        async with self.session.post(
+            http.url,
+            data=json.dumps(http.body).encode(),
+            headers=http.headers,
+            # What the SDKs' aiohttp transport makes of their timeout: connecting, and each
+            # wait for the answer's bytes, at most `timeout_seconds`.
+            timeout=aiohttp.ClientTimeout(sock_connect=timeout_seconds, sock_read=timeout_seconds),
+        ) as response:
+            raw = await response.read()
+            return HttpReply(
+                status=response.status,
+                headers=response.headers,
+                text=_decode(raw, response.charset),
+                reason=response.reason or _phrase(response.status),
             )
-        if self.protocol == Judge.Provider.OPENAI:
-            return self.sync._reply_from_body(text, structured="response_format" in body)
-        return self.sync._reply_from_body(text)
 
     async def aclose(self) -> None:
         if self.session is not None:

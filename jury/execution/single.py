@@ -7,6 +7,7 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 
 from jury import limits
 from jury.execution import storage
@@ -46,6 +47,25 @@ def sync_client(judge: Judge) -> providers.JudgeClient:
     return client
 
 
+def execute_call(
+    *, call_id: int, sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None
+) -> str:
+    """Run one call to its end (or leave it pending when the run is cancelled). Returns the
+    call's status afterwards."""
+    rng = rng or random.Random()
+    call = JudgeCall.objects.select_related("judge", "run").filter(pk=call_id).first()
+    if call is None:
+        return "missing"
+    if call.status != JudgeCall.Status.PENDING or call.run.cancel_requested:
+        return call.status
+    if call.run.status == JuryRun.Status.QUEUED:  # only the run's first calls write this
+        storage.mark_running([call.run_id])
+    if _copy_from_cache(call):
+        storage.finish_run_if_done(call.run_id)
+        return _current_status(call.pk) or "missing"
+    return _Attempts(call, sleep=sleep, rng=rng).run()
+
+
 def _copy_from_cache(call: JudgeCall) -> bool:
     """Serve an identical earlier request (same judge, parameters and prompt) without calling
     the provider again: same raw output, same scores, no cost."""
@@ -65,98 +85,125 @@ def _current_status(call_id: int) -> str | None:
     return JudgeCall.objects.filter(pk=call_id).values_list("status", flat=True).first()
 
 
-def execute_call(*, call_id: int, sleep=time.sleep, rng: random.Random | None = None) -> str:
-    """Run one call to its end (or leave it pending when the run is cancelled). Returns the
-    call's status afterwards."""
-    rng = rng or random.Random()
-    call = JudgeCall.objects.select_related("judge", "run").filter(pk=call_id).first()
-    if call is None:
-        return "missing"
-    if call.status != JudgeCall.Status.PENDING:
-        return call.status
-    if call.run.cancel_requested:
-        return call.status
-    if call.run.status == JuryRun.Status.QUEUED:  # only the run's first calls write this
-        storage.mark_running([call.run_id])
-    if _copy_from_cache(call):
-        storage.finish_run_if_done(call.run_id)
-        return _current_status(call.pk) or "missing"
+class _Attempts:
+    """The attempts at one call: each waits for a slot of the judge's limits, sends the
+    request through the judge's SDK client and gives the slot back; a retryable failure is
+    tried again after a backoff, up to the judge's max_attempts."""
 
-    judge = call.judge
-    criteria, criteria_ids = storage.study_criteria(call.run.study_id)
-    request = storage.build_request(call, judge, criteria)
-    max_attempts = int(judge.params.get("max_attempts", DEFAULT_MAX_ATTEMPTS))
-    attempts = 0
-    waited = 0.0
-    last_error = ""
-    last_status = JudgeCall.Status.PROVIDER_ERROR
-    while attempts < max_attempts:
-        slot = limits.acquire(judge=judge, call=call)
-        if slot.taken_elsewhere:
-            # Another worker holds this call: it finishes it, or it died and its claim
-            # lapses (Redis: within seconds; database: when the lease expires).
-            status = _current_status(call.pk)
-            if status != JudgeCall.Status.PENDING:
-                return status or "missing"
-            slot = limits.Acquired(ok=False, wait_seconds=TAKEN_POLL_SECONDS)
-        if not slot.ok:
-            if JuryRun.objects.filter(pk=call.run_id, cancel_requested=True).exists():
-                limits.abandon(judge=judge, call=call)
+    def __init__(
+        self, call: JudgeCall, *, sleep: Callable[[float], None], rng: random.Random
+    ) -> None:
+        self.call = call
+        self.judge = call.judge
+        self.sleep = sleep
+        self.rng = rng
+        self.criteria = storage.study_criteria(call.run.study_id)
+        self.request = storage.build_request(call, call.judge, self.criteria[0])
+        self.max_attempts = int(call.judge.params.get("max_attempts", DEFAULT_MAX_ATTEMPTS))
+        self.attempts = 0
+        self.waited = 0.0  # seconds spent waiting for a slot, over all attempts
+        self.last_error = ""
+        self.last_status: str = JudgeCall.Status.PROVIDER_ERROR
+
+    def run(self) -> str:
+        """Attempt until the call ends; returns its status."""
+        while self.attempts < self.max_attempts:
+            ended = self.wait_for_slot()
+            if ended is not None:
+                return ended
+            self.attempts += 1
+            started = time.monotonic()
+            try:
+                reply = sync_client(self.judge).complete(self.request)
+            except Exception as exc:
+                limits.release(call=self.call)
+                retry_in = self.failed(exc)
+                if retry_in is None:
+                    break
+                self.sleep(retry_in)
+                continue
+            return self.store_reply(reply, latency_ms=int((time.monotonic() - started) * 1000))
+        failure = storage.Outcome(
+            call_id=self.call.pk,
+            status=self.last_status,
+            error=self.last_error,
+            attempts=self.attempts,
+            latency_ms=None,
+        )
+        return self.finish(self.save(failure))
+
+    def wait_for_slot(self) -> str | None:
+        """Take a slot (None), or the status the call ends its wait in: another worker
+        finished it, or it stays pending (run cancelled, no slot for too long)."""
+        while True:
+            slot = limits.acquire(judge=self.judge, call=self.call)
+            if slot.ok:
+                return None
+            wait = slot.wait_seconds
+            if slot.taken_elsewhere:
+                # Another worker holds this call: it finishes it, or it died and its claim
+                # lapses (Redis: within seconds; database: when the lease expires).
+                status = _current_status(self.call.pk)
+                if status != JudgeCall.Status.PENDING:
+                    return status or "missing"
+                wait = TAKEN_POLL_SECONDS
+            if JuryRun.objects.filter(pk=self.call.run_id, cancel_requested=True).exists():
+                limits.abandon(judge=self.judge, call=self.call)
                 return JudgeCall.Status.PENDING
-            if waited > MAX_WAIT_FOR_SLOT_SECONDS:
+            if self.waited > MAX_WAIT_FOR_SLOT_SECONDS:
                 log.warning(
                     "call %s waited %.0f s for a slot of judge %s; left pending",
-                    call.pk,
-                    waited,
-                    judge,
+                    self.call.pk,
+                    self.waited,
+                    self.judge,
                 )
-                limits.abandon(judge=judge, call=call)
+                limits.abandon(judge=self.judge, call=self.call)
                 return JudgeCall.Status.PENDING
-            pause = slot.wait_seconds * (1 + rng.random())
-            sleep(pause)
-            waited += pause
-            continue
-        attempts += 1
-        started = time.monotonic()
-        try:
-            reply = sync_client(judge).complete(request)
-        except providers.ProviderError as exc:
-            limits.release(call=call)
-            last_error = f"attempt {attempts}: {exc}"
-            last_status = (
-                JudgeCall.Status.TIMEOUT
-                if isinstance(exc, providers.ProviderTimeout)
-                else JudgeCall.Status.PROVIDER_ERROR
-            )
-            if not exc.retryable or attempts >= max_attempts:
-                break
-            sleep(backoff_seconds(attempts, exc.retry_after_seconds, rng))
-            continue
-        except Exception as exc:  # a bug in a client must not leave the call pending forever
-            limits.release(call=call)
-            last_error = f"attempt {attempts}: unexpected {type(exc).__name__}: {exc}"
-            last_status = JudgeCall.Status.PROVIDER_ERROR
-            break
-        latency_ms = int((time.monotonic() - started) * 1000)
-        status = JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK
+            pause = wait * (1 + self.rng.random())
+            self.sleep(pause)
+            self.waited += pause
+
+    def failed(self, exc: Exception) -> float | None:
+        """Note a failed attempt; returns the backoff before the next one, or None when no
+        other attempt is to be made."""
+        if not isinstance(exc, providers.ProviderError):
+            # A bug in a client must not leave the call pending forever.
+            self.last_error = f"attempt {self.attempts}: unexpected {type(exc).__name__}: {exc}"
+            self.last_status = JudgeCall.Status.PROVIDER_ERROR
+            return None
+        self.last_error = f"attempt {self.attempts}: {exc}"
+        self.last_status = (
+            JudgeCall.Status.TIMEOUT
+            if isinstance(exc, providers.ProviderTimeout)
+            else JudgeCall.Status.PROVIDER_ERROR
+        )
+        if not exc.retryable or self.attempts >= self.max_attempts:
+            return None
+        return backoff_seconds(self.attempts, exc.retry_after_seconds, self.rng)
+
+    def store_reply(self, reply: providers.JudgeReply, *, latency_ms: int) -> str:
+        """Store what the judge said, then give the slot back (the claim covers the save)."""
         outcome = storage.Outcome(
-            call_id=call.pk, status=status, reply=reply, attempts=attempts, latency_ms=latency_ms
+            call_id=self.call.pk,
+            status=JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK,
+            reply=reply,
+            attempts=self.attempts,
+            latency_ms=latency_ms,
         )
         try:
-            saved = storage.save_outcomes(
-                [outcome],
-                calls={call.pk: call},
-                criteria={call.run.study_id: (criteria, criteria_ids)},
-            )
+            saved = self.save(outcome)
         finally:
-            limits.release(call=call)  # after the save: the claim covers it
-        storage.finish_run_if_done(call.run_id)
-        return saved.get(call.pk) or _current_status(call.pk) or "missing"
-    outcome = storage.Outcome(
-        call_id=call.pk, status=last_status, error=last_error, attempts=attempts, latency_ms=None
-    )
-    saved = storage.save_outcomes(
-        [outcome], calls={call.pk: call}, criteria={call.run.study_id: (criteria, criteria_ids)}
-    )
-    storage.finish_run_if_done(call.run_id)
-    return saved.get(call.pk) or _current_status(call.pk) or "missing"
+            limits.release(call=self.call)
+        return self.finish(saved)
+
+    def save(self, outcome: storage.Outcome) -> dict[int, str]:
+        return storage.save_outcomes(
+            [outcome],
+            calls={self.call.pk: self.call},
+            criteria={self.call.run.study_id: self.criteria},
+        )
+
+    def finish(self, saved: dict[int, str]) -> str:
+        """Mark the run finished if this was its last call; the call's status."""
+        storage.finish_run_if_done(self.call.run_id)
+        return saved.get(self.call.pk) or _current_status(self.call.pk) or "missing"

@@ -207,11 +207,9 @@ def _unnest(fields: Sequence[Field], rows: Sequence[Sequence[Any]]) -> tuple[str
 # The two writes below run for every batch of answers. On PostgreSQL each is one statement
 # whatever the batch size, its rows sent as arrays with server-side binding: one text that
 # PostgreSQL plans once per connection, and no per-row round of Python adaptation or
-# statement execution. Measured: server-side binding alone halved a row's CPU in this process
-# and in PostgreSQL against Django's client-side binding (an UPDATE of 10 columns: 0.26 ms
-# -> 0.13 ms together); the arrays then took PostgreSQL's CPU during a 6,000-call phase of
-# the jury benchmark from 6.9 s (a pipelined executemany) to 4.5 s.
-# SQLite, in-process, takes them as an executemany.
+# statement execution (both cost less CPU, here and in PostgreSQL, than Django's client-side
+# binding or a pipelined executemany: bench/bench_jury.py). SQLite, in-process, takes them
+# as an executemany.
 
 
 def _update_calls(calls: Sequence[JudgeCall]) -> None:

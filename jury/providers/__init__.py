@@ -3,7 +3,9 @@
 `client_for(provider=..., model_id=..., ...)` returns a JudgeClient whose
 `complete(JudgeRequest) -> JudgeReply` either returns what the judge said or raises a
 ProviderError subclass that says whether retrying can help. The SDKs are imported by the
-provider modules only when a client of that kind is created.
+provider modules only when a client of that kind is created. The OpenAI-compatible and
+Anthropic clients also give their requests and replies in plain-HTTP form (http.py), which
+the chunk engine sends itself.
 """
 
 from jury.providers.base import (

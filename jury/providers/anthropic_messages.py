@@ -3,7 +3,8 @@
 Structured output is a forced tool call: the request offers one tool, record_verdict, whose
 input_schema is the verdict schema, and tool_choice makes the model call it. The verdict is
 that tool_use block's input, serialised back to JSON text so that every provider hands
-`jury.verdicts.parse_verdict` the same thing. One attempt per call (max_retries=0).
+`jury.verdicts.parse_verdict` the same thing. One attempt per call (max_retries=0). The same
+parsing serves the chunk engine's plain-HTTP path (jury.providers.http).
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from jury.providers.base import (
     VERDICT_TOOL_NAME,
     JudgeReply,
     JudgeRequest,
-    MalformedResponse,
     map_sdk_exception,
-    redact,
     verdict_json_schema,
 )
+from jury.providers.http import SdkHttpClient
 
 
-class AnthropicMessagesClient:
+class AnthropicMessagesClient(SdkHttpClient):
     provider = "anthropic"
+    api_path = "v1/messages"
 
     def __init__(
         self,
@@ -36,11 +37,11 @@ class AnthropicMessagesClient:
     ) -> None:
         import anthropic  # imported here so that the other providers work without the SDK
 
+        super().__init__(label=f"anthropic {model_id!r}", api_key=api_key)
         params = dict(params or {})
         self.model_id = model_id
+        self.endpoint = endpoint
         self.structured_output = bool(params.get("structured_output", True))
-        self._api_key = api_key or None
-        self._label = f"anthropic {model_id!r}"
         # An explicit api_key (even "") stops the SDK from reading ANTHROPIC_API_KEY and
         # credential profiles: the caller decides which key a judge uses.
         self._client = anthropic.Anthropic(
@@ -84,24 +85,27 @@ class AnthropicMessagesClient:
             )
             text = raw.http_response.text
         except self._sdk.AnthropicError as exc:
-            mapped = map_sdk_exception(exc, sdk=self._sdk, label=self._label, secret=self._api_key)
+            mapped = map_sdk_exception(exc, sdk=self._sdk, label=self.label, secret=self._api_key)
             if mapped is None:
                 raise
             raise mapped from None  # the SDK message embeds the response body
-        return self._reply_from_body(text)
+        return self.parse_body(text, body=body)
 
-    def _malformed(self, what: str, text: str) -> MalformedResponse:
-        return MalformedResponse(
-            f"{self._label}: 200 but {what}: {redact(text, self._api_key)!r}", status_code=200
+    def async_sdk_client(self) -> Any:
+        """The SDK's AsyncAnthropic for this judge (its URL and headers are the ones to send)."""
+        return self._sdk.AsyncAnthropic(
+            base_url=self.endpoint or None, api_key=self._api_key or "", max_retries=0
         )
 
-    def _reply_from_body(self, text: str) -> JudgeReply:
+    def parse_body(self, text: str, *, body: Mapping[str, Any]) -> JudgeReply:
+        """The reply in a 2xx Messages body: the verdict tool's input when the model called
+        it (whatever `body` asked for), else the text blocks."""
         try:
             data = json.loads(text)
         except ValueError:
-            raise self._malformed("the body is not JSON", text) from None
+            raise self.malformed("the body is not JSON", text) from None
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
-            raise self._malformed("the body is not a message", text)
+            raise self.malformed("the body is not a message", text)
         stop_reason = data.get("stop_reason")
         stop_reason = stop_reason if isinstance(stop_reason, str) else None
         blocks = [block for block in data["content"] if isinstance(block, dict)]
@@ -120,7 +124,7 @@ class AnthropicMessagesClient:
         if tool_inputs and not refused:
             verdict = tool_inputs[0]
             if not isinstance(verdict, dict):
-                raise self._malformed("the tool_use input is not an object", text)
+                raise self.malformed("the tool_use input is not an object", text)
             reply_text = json.dumps(verdict, ensure_ascii=False)
             structured = True
         else:

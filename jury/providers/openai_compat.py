@@ -7,7 +7,8 @@ owns retries, backoff and Retry-After.
 The response body is read raw (`with_raw_response`) and checked here rather than through
 the SDK's lenient model construction, so that a 200 whose body is not a chat completion
 (a cut JSON body, an HTML page from a proxy, an in-band {"error": ...}) becomes
-MalformedResponse instead of an AttributeError somewhere later.
+MalformedResponse instead of an AttributeError somewhere later. The same parsing serves the
+chunk engine's plain-HTTP path (jury.providers.http).
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ from jury.providers.base import (
     VERDICT_SCHEMA_NAME,
     JudgeReply,
     JudgeRequest,
-    MalformedResponse,
     map_sdk_exception,
-    redact,
     verdict_json_schema,
 )
+from jury.providers.http import SdkHttpClient
 
 
-class OpenAICompatClient:
+class OpenAICompatClient(SdkHttpClient):
     provider = "openai"
+    api_path = "chat/completions"
 
     def __init__(
         self,
@@ -40,19 +41,20 @@ class OpenAICompatClient:
     ) -> None:
         import openai  # imported here so that the other providers work without the SDK
 
+        super().__init__(label=f"openai-compatible {model_id!r}", api_key=api_key)
         params = dict(params or {})
         self.model_id = model_id
+        self.endpoint = endpoint
         self.structured_output = bool(params.get("structured_output", True))
         self.max_tokens_param = str(params.get("max_tokens_param", "max_tokens"))
-        self._api_key = api_key or None
-        self._label = f"openai-compatible {model_id!r}"
+        self.azure = bool(params.get("api_version"))
         timeout = float(params.get("timeout_seconds", 120.0))
         # Never api_key=None: the SDK would fall back to OPENAI_API_KEY and send the
         # operator's OpenAI key to a self-hosted or third-party endpoint. A keyless server
         # (Ollama, vLLM, llama.cpp) gets a key provider returning "", which the SDK accepts
         # and which sends no Authorization header at all.
         key: str | Callable[[], str] = api_key if api_key else _no_key
-        if params.get("api_version"):
+        if self.azure:
             self._client: Any = openai.AzureOpenAI(
                 azure_endpoint=endpoint,
                 api_version=str(params["api_version"]),
@@ -104,32 +106,39 @@ class OpenAICompatClient:
             )
             text = raw.http_response.text
         except self._sdk.OpenAIError as exc:
-            mapped = map_sdk_exception(exc, sdk=self._sdk, label=self._label, secret=self._api_key)
+            mapped = map_sdk_exception(exc, sdk=self._sdk, label=self.label, secret=self._api_key)
             if mapped is None:
                 raise
             # "from None": the SDK exception's message embeds the response body.
             raise mapped from None
-        return self._reply_from_body(text, structured=body.get("response_format") is not None)
+        return self.parse_body(text, body=body)
 
-    def _malformed(self, what: str, text: str) -> MalformedResponse:
-        return MalformedResponse(
-            f"{self._label}: 200 but {what}: {redact(text, self._api_key)!r}", status_code=200
+    def async_sdk_client(self) -> Any | None:
+        """The SDK's AsyncOpenAI for this judge; None for Azure OpenAI (the SDK path only)."""
+        if self.azure:
+            return None
+        # Never api_key=None: the SDK would fall back to OPENAI_API_KEY (see __init__).
+        return self._sdk.AsyncOpenAI(
+            base_url=self.endpoint or None, api_key=self._api_key or _no_key_async, max_retries=0
         )
 
-    def _reply_from_body(self, text: str, *, structured: bool) -> JudgeReply:
+    def parse_body(self, text: str, *, body: Mapping[str, Any]) -> JudgeReply:
+        """The reply in a 2xx chat-completion body; structured when `body` asked for the
+        verdict schema."""
+        structured = body.get("response_format") is not None
         try:
             data = json.loads(text)
         except ValueError:
-            raise self._malformed("the body is not JSON", text) from None
+            raise self.malformed("the body is not JSON", text) from None
         if not isinstance(data, dict):
-            raise self._malformed("the body is not a JSON object", text)
+            raise self.malformed("the body is not a JSON object", text)
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise self._malformed("no choices in the body", text)
+            raise self.malformed("no choices in the body", text)
         choice = choices[0]
         message = choice.get("message")
         if not isinstance(message, dict):
-            raise self._malformed("the first choice has no message", text)
+            raise self.malformed("the first choice has no message", text)
         finish_reason = choice.get("finish_reason")
         refusal = message.get("refusal")
         content = _content_text(message.get("content"))
@@ -148,6 +157,10 @@ class OpenAICompatClient:
 
 
 def _no_key() -> str:
+    return ""
+
+
+async def _no_key_async() -> str:
     return ""
 
 

@@ -1,8 +1,9 @@
-"""Judges on the fake provider, and runs, for the jury tests."""
+"""Judges and runs for the jury tests."""
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from annotation.models import RatingStudy
 from jury import services
@@ -10,20 +11,28 @@ from jury.models import Judge, JuryRun
 from tests.support.fake_provider import FakeProvider
 
 
-def make_judge(fake: FakeProvider, *, name="gpt-judge", provider="openai", **kw) -> Judge:
-    """A judge that calls the fake provider (OpenAI or Anthropic protocol); kw overrides."""
-    endpoint = fake.openai_url if provider == "openai" else fake.anthropic_url
-    defaults = dict(
-        provider=provider,
-        model_id=f"{name}-model",
-        endpoint=endpoint,
-        api_key_env="FAKE_PROVIDER_KEY",
-        params={"temperature": 0, "max_tokens": 512, "max_attempts": 4},
-        price_input_per_mtok=Decimal("2.5"),
-        price_output_per_mtok=Decimal("10"),
-        max_concurrency=4,
-        timeout_seconds=5,
-    )
+def make_judge(
+    fake: FakeProvider | None = None,
+    *,
+    name: str = "gpt-judge",
+    provider: str = "openai",
+    **kw: Any,
+) -> Judge:
+    """A judge of the fake provider (no endpoint without one), its key in FAKE_PROVIDER_KEY."""
+    endpoint = ""
+    if fake is not None:
+        endpoint = fake.openai_url if provider == "openai" else fake.anthropic_url
+    defaults: dict[str, Any] = {
+        "provider": provider,
+        "model_id": f"{name}-model",
+        "endpoint": endpoint,
+        "api_key_env": "FAKE_PROVIDER_KEY",
+        "params": {"temperature": 0, "max_tokens": 512, "max_attempts": 4},
+        "price_input_per_mtok": Decimal("2.5"),
+        "price_output_per_mtok": Decimal("10"),
+        "max_concurrency": 4,
+        "timeout_seconds": 5,
+    }
     defaults.update(kw)
     return Judge.objects.create(name=name, **defaults)
 
@@ -37,3 +46,8 @@ def one_item_run(study: RatingStudy, judge: Judge) -> JuryRun:
         filters={"item_ids": [study.items.first().pk]},
         dispatch=False,
     )
+
+
+def call_ids(run: JuryRun) -> list[int]:
+    """The run's calls, in the order they were created."""
+    return list(run.calls.order_by("pk").values_list("pk", flat=True))

@@ -1,8 +1,7 @@
-"""The Redis limiter: a judge's concurrency cap across threads and processes, the
-requests-per-minute bucket, claims, and a dead worker's slots and claims coming back.
+"""The Redis limiter: a judge's concurrency cap across threads and processes, claims, and a
+dead worker's slots and claims coming back (its requests-per-minute bucket: test_token_buckets).
 
-Each test uses keys of its own (a fresh prefix) in Redis database 13, so nothing is flushed
-and tests running at the same time do not meet."""
+Each test uses keys of its own (the `redis_limits` prefix) in Redis database 13."""
 
 from __future__ import annotations
 
@@ -10,36 +9,14 @@ import asyncio
 import multiprocessing
 import threading
 import time
-import uuid
 from types import SimpleNamespace
 
 import pytest
 
-from jury import execution, limits
+from jury import limits
 from jury.execution.engine import Engine
-from tests.conftest import require_service
-
-REDIS_URL = "redis://127.0.0.1:6379/13"
 
 pytestmark = pytest.mark.redis
-
-
-@pytest.fixture
-def prefix(settings):
-    require_service("Redis", "127.0.0.1", 6379)
-    name = f"test-limits:{uuid.uuid4().hex[:10]}:"
-    settings.JURY_LIMITER = "redis"
-    settings.JURY_LIMITER_REDIS_URL = REDIS_URL
-    settings.JURY_LIMITER_PREFIX = name
-    yield name
-    execution.stop_engine()
-    limits.stop_redis_limiter()
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match=f"{name}*"))
-    if keys:
-        client.delete(*keys)
 
 
 def judge(pk: int = 1, *, max_concurrency: int = 2, rpm: int | None = None) -> SimpleNamespace:
@@ -58,30 +35,30 @@ def test_backend_follows_the_broker_unless_a_setting_says_otherwise(settings):
     assert limits.backend() == "database"
     settings.JURY_LIMITER = "redis"
     settings.CELERY_BROKER_URL = "sqla+sqlite:///x.sqlite3"
-    settings.JURY_LIMITER_REDIS_URL = REDIS_URL
-    assert limits.backend() == "redis" and limits.redis_url() == REDIS_URL
+    settings.JURY_LIMITER_REDIS_URL = "redis://127.0.0.1:6379/13"
+    assert limits.backend() == "redis" and limits.redis_url() == "redis://127.0.0.1:6379/13"
 
 
-def test_slots_claims_and_release(prefix):
+def test_slots_claims_and_release(redis_limits):
     limiter = limits.redis_limiter()
     j = judge(max_concurrency=2)
     assert limiter.try_acquire(judge=j, call_id=1).ok
     assert limiter.try_acquire(judge=j, call_id=2).ok
     full = limiter.try_acquire(judge=j, call_id=3)
     assert not full.ok and not full.taken_elsewhere and full.wait_seconds > 0
-    limiter.release(judge_id=j.pk, call_id=1)
+    limiter.release_slot(judge_id=j.pk, call_id=1)
     assert limiter.try_acquire(judge=j, call_id=3).ok
     # call 2 is claimed by this thread: another claimant (another worker) is refused
     assert limiter.claim(claimant=limiter.claimant("other"), call_ids=[2, 4]) == {4}
 
 
-def test_concurrency_cap_holds_across_threads(prefix):
+def test_concurrency_cap_holds_across_threads(redis_limits):
     """Eight threads, a judge allowed three requests at once: never four."""
     import redis
 
     limiter = limits.redis_limiter()
-    counter = redis.Redis.from_url(REDIS_URL)
-    key = prefix + "in-flight"
+    counter = redis.Redis.from_url(limits.redis_url())
+    key = redis_limits + "in-flight"
     j = judge(max_concurrency=3)
     seen: list[int] = []
     lock = threading.Lock()
@@ -95,7 +72,7 @@ def test_concurrency_cap_holds_across_threads(prefix):
                 seen.append(now)
             time.sleep(0.003)
             counter.decr(key)
-            limiter.release(judge_id=j.pk, call_id=call_id)
+            limiter.release_slot(judge_id=j.pk, call_id=call_id)
 
     threads = [threading.Thread(target=worker, args=(1000 * n,)) for n in range(8)]
     for t in threads:
@@ -136,13 +113,15 @@ def _engine_process(url: str, prefix: str, judge_id: int, rounds: int, done) -> 
     done.put(seen)
 
 
-def test_concurrency_cap_holds_across_processes(prefix):
+def test_concurrency_cap_holds_across_processes(redis_limits):
     """Three worker processes with four requests each wanting a judge allowed three at once:
     never four in flight, and every token is back at the end."""
     context = multiprocessing.get_context("fork")
     done = context.Queue()
     procs = [
-        context.Process(target=_engine_process, args=(REDIS_URL, prefix, 7, 20, done))
+        context.Process(
+            target=_engine_process, args=(limits.redis_url(), redis_limits, 7, 20, done)
+        )
         for _ in range(3)
     ]
     for p in procs:
@@ -156,22 +135,10 @@ def test_concurrency_cap_holds_across_processes(prefix):
     assert limiter.client.llen(limiter.free_key(7)) == 3
 
 
-def test_requests_per_minute_bucket(prefix):
-    """60 a minute: a burst of ten (ten seconds' worth), then one a second."""
-    limiter = limits.redis_limiter()
-    j = judge(max_concurrency=100, rpm=60)
-    for call_id in range(10):
-        assert limiter.try_acquire(judge=j, call_id=call_id).ok
-    refused = limiter.try_acquire(judge=j, call_id=10)
-    assert not refused.ok and 0 < refused.wait_seconds <= 1.0
-    # a refused request takes no slot
-    assert limiter.client.llen(limiter.free_key(j.pk)) == 90
-
-
-def test_a_dead_workers_slots_and_claims_come_back(prefix):
+def test_a_dead_workers_slots_and_claims_come_back(redis_limits):
     """A worker holding both slots and a claim dies (its owner key expires): another worker
     gets the slots and the call, without waiting for any lease of the call's timeout."""
-    dead = limits.RedisLimiter(REDIS_URL, prefix)
+    dead = limits.RedisLimiter(limits.redis_url(), redis_limits)
     j = judge(pk=3, max_concurrency=2)
     assert dead.try_acquire(judge=j, call_id=41).ok
     assert dead.try_acquire(judge=j, call_id=42).ok
@@ -179,24 +146,22 @@ def test_a_dead_workers_slots_and_claims_come_back(prefix):
     assert alive.try_acquire(judge=j, call_id=41).taken_elsewhere
     assert not alive.try_acquire(judge=j, call_id=43).ok  # both slots are held
     # The crash: no release, no more heartbeat; the owner key lapses (here: at once).
-    dead._stopped.set()
-    dead._thread.join()
-    dead.client.delete(f"{prefix}owner:{dead.owner}")
+    dead.stop()
     assert alive.try_acquire(judge=j, call_id=41).ok  # the claim lapsed with its owner
     assert alive.try_acquire(judge=j, call_id=43).ok  # and both slots came back
     assert not alive.try_acquire(judge=j, call_id=44).ok
 
 
-def test_shrinking_the_limit_while_slots_are_in_use(prefix):
+def test_shrinking_the_limit_while_slots_are_in_use(redis_limits):
     limiter = limits.redis_limiter()
     assert limiter.try_acquire(judge=judge(pk=5, max_concurrency=3), call_id=1).ok
     assert limiter.try_acquire(judge=judge(pk=5, max_concurrency=3), call_id=2).ok
     smaller = judge(pk=5, max_concurrency=1)
     assert not limiter.try_acquire(judge=smaller, call_id=3).ok  # two in use, one allowed
-    limiter.release(judge_id=5, call_id=1)
+    limiter.release_slot(judge_id=5, call_id=1)
     assert not limiter.try_acquire(judge=smaller, call_id=3).ok  # still one in use
-    limiter.release(judge_id=5, call_id=2)
+    limiter.release_slot(judge_id=5, call_id=2)
     assert limiter.try_acquire(judge=smaller, call_id=3).ok
     assert not limiter.try_acquire(judge=smaller, call_id=4).ok
-    limiter.release(judge_id=5, call_id=3)
+    limiter.release_slot(judge_id=5, call_id=3)
     assert limiter.setup(judge_id=5, size=4) == 4  # growing adds tokens

@@ -1,0 +1,86 @@
+"""The database backend (the default, and what SQLite with the embedded broker uses).
+
+A JudgeLease row per call in flight, capped at the judge's max_concurrency, and a token
+bucket in the judge's JudgeLimiter row. Each acquire is one short transaction that locks
+that row (SELECT ... FOR UPDATE on PostgreSQL; SQLite's IMMEDIATE transactions serialise
+writers the same way), so every call of every worker queues on one row: fine for a demo,
+and the reason large runs use the Redis backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from jury.limits.base import BURST_SECONDS, SLOT_POLL_SECONDS, Acquired
+from jury.models import Judge, JudgeCall, JudgeLease, JudgeLimiter
+
+# A lease outlives the call's own timeout by this much; after that a crashed worker's slot
+# is free again.
+LEASE_MARGIN_SECONDS = 30.0
+
+
+class DatabaseLimiter:
+    """The Limiter on JudgeLease and JudgeLimiter rows."""
+
+    def ensure(self, judge: Judge) -> None:
+        JudgeLimiter.objects.get_or_create(judge=judge)
+
+    def acquire(self, *, judge: Judge, call: JudgeCall) -> Acquired:
+        now = timezone.now()
+        with transaction.atomic():
+            limiter = _locked_limiter(judge)
+            JudgeLease.objects.filter(judge=judge, expires_at__lt=now).delete()
+            if JudgeLease.objects.filter(call=call).exists():
+                return Acquired(ok=False, taken_elsewhere=True)
+            if JudgeLease.objects.filter(judge=judge).count() >= judge.max_concurrency:
+                return Acquired(ok=False, wait_seconds=SLOT_POLL_SECONDS)
+            if judge.requests_per_minute:
+                wait = _charge(limiter, judge.requests_per_minute, now)
+                if wait:
+                    return Acquired(ok=False, wait_seconds=wait)
+            expires = now + timedelta(seconds=judge.timeout_seconds + LEASE_MARGIN_SECONDS)
+            try:
+                with transaction.atomic():
+                    JudgeLease.objects.create(judge=judge, call=call, expires_at=expires)
+            except IntegrityError:
+                return Acquired(ok=False, taken_elsewhere=True)
+        return Acquired(ok=True)
+
+    def release(self, *, call: JudgeCall) -> None:
+        JudgeLease.objects.filter(call=call).delete()
+
+    def abandon(self, *, judge: Judge, call: JudgeCall) -> None:
+        """Nothing to drop: a call that waited holds no lease."""
+
+
+def forget_stale(*, call_ids: Iterable[int]) -> None:
+    """Drop the calls' leases (a resume: leases of workers that died must not block them)."""
+    JudgeLease.objects.filter(call_id__in=list(call_ids)).delete()
+
+
+def _locked_limiter(judge: Judge) -> JudgeLimiter:
+    """The judge's limiter row, created if missing, locked until the transaction ends."""
+    limiter = JudgeLimiter.objects.select_for_update().filter(judge=judge).first()
+    if limiter is None:
+        limiter, _ = JudgeLimiter.objects.get_or_create(judge=judge)
+        limiter = JudgeLimiter.objects.select_for_update().get(pk=limiter.pk)
+    return limiter
+
+
+def _charge(limiter: JudgeLimiter, requests_per_minute: int, now: datetime) -> float:
+    """Take one request from the bucket: 0 when taken, else the seconds until one is there."""
+    rate = requests_per_minute / 60.0
+    capacity = max(1.0, rate * BURST_SECONDS)
+    if limiter.refilled_at is None:
+        tokens = capacity
+    else:
+        elapsed = (now - limiter.refilled_at).total_seconds()
+        tokens = min(capacity, limiter.tokens + elapsed * rate)
+    taken = tokens >= 1.0
+    limiter.tokens, limiter.refilled_at = (tokens - 1.0 if taken else tokens), now
+    limiter.save(update_fields=["tokens", "refilled_at"])
+    return 0.0 if taken else (1.0 - tokens) / rate
