@@ -106,7 +106,7 @@ def items_for_run(*, study: RatingStudy, filters: Mapping[str, Any]) -> QuerySet
 CALLS_PER_TASK = 48
 
 
-def _dispatch(call_ids: Sequence[int]) -> None:
+def dispatch_calls(call_ids: Sequence[int]) -> None:
     """Send calls to the workers: in chunks when the limits live in Redis, else one by one."""
     from jury.tasks import execute_judge_call, execute_judge_calls
 
@@ -208,7 +208,7 @@ def start_run(
     )
     if dispatch:
         ids = list(run.calls.values_list("pk", flat=True))
-        transaction.on_commit(lambda: _dispatch(ids))
+        transaction.on_commit(lambda: dispatch_calls(ids))
     return run
 
 
@@ -234,7 +234,7 @@ def resume_run(*, run: JuryRun, actor: AbstractBaseUser | None, dispatch: bool =
         after={"calls": len(pending)},
     )
     if dispatch and pending:
-        transaction.on_commit(lambda: _dispatch(pending))
+        transaction.on_commit(lambda: dispatch_calls(pending))
     return len(pending)
 
 

@@ -1,29 +1,8 @@
-"""Shared test helpers: services that must be reachable, users and a small study."""
+"""Fixtures for every test package: a small study with members."""
 
 from __future__ import annotations
 
-import os
-import socket
-
 import pytest
-
-
-def service_reachable(host: str, port: int, timeout: float = 1.0) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def require_service(name: str, host: str, port: int) -> None:
-    """Skip locally when a server is not running; in CI (CI=true) its absence is a failure."""
-    if service_reachable(host, port):
-        return
-    message = f"{name} is not reachable at {host}:{port}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message + " (CI must start it)")
-    pytest.skip(message)
 
 
 @pytest.fixture

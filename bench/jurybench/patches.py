@@ -5,9 +5,9 @@ so that a change of those names is adapted here only:
 - jury.execution.storage.cache_sources, .save_outcomes, .finish_run_if_done  (time_storage)
 - jury.execution.single.sync_client                 (time_sync_client)
 - jury.execution.clients.AsyncProvider.complete     (time_event_loop_requests)
-- jury.execution.engine.Engine._run                 (profile_event_loop, with --cprofile)
+- jury.execution.engine.Engine.run_loop                 (profile_event_loop, with --cprofile)
 - jury.tasks.execute_call / jury.tasks.execute_calls (time_tasks)
-- jury.services._dispatch                            (around_dispatch, in the bench process)
+- jury.services.dispatch_calls                            (around_dispatch, in the bench process)
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def profile_event_loop(rec: Recorder) -> None:
     """cProfile of the event loop's thread: the provider requests' CPU is spent there."""
     from jury.execution import engine
 
-    original_run = engine.Engine._run
+    original_run = engine.Engine.run_loop
 
     def run(self: Any, ready: Any) -> None:
         pr = rec.new_profile(rec.loop_profiles)
@@ -131,7 +131,7 @@ def profile_event_loop(rec: Recorder) -> None:
         finally:
             pr.disable()
 
-    engine.Engine._run = run
+    engine.Engine.run_loop = run
 
 
 def time_tasks(rec: Recorder) -> None:
@@ -149,15 +149,15 @@ def around_dispatch(before: Callable[[], None], after: Callable[[], None]) -> It
     """While inside, start_run's sending of the tasks runs between `before` and `after`."""
     from jury import services
 
-    original = services._dispatch
+    original = services.dispatch_calls
 
     def dispatch(ids: list[int]) -> None:
         before()
         original(ids)
         after()
 
-    services._dispatch = dispatch
+    services.dispatch_calls = dispatch
     try:
         yield
     finally:
-        services._dispatch = original
+        services.dispatch_calls = original

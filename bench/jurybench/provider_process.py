@@ -32,12 +32,12 @@ class BenchProvider(fp.FakeProvider):
         self.first_request: float | None = None
         self.last_response: float | None = None
 
-    def _begin(self, protocol: str, path: str, headers: dict, body: dict) -> fp.Exchange:
-        exchange = super()._begin(protocol, path, headers, body)
+    def begin_exchange(self, protocol: str, path: str, headers: dict, body: dict) -> fp.Exchange:
+        exchange = super().begin_exchange(protocol, path, headers, body)
         model = exchange.model
         key = (model, fp.prompt_key(exchange.prompt))
         exchange.extra["key"] = key
-        with self._lock:
+        with self.lock:
             self.in_flight_by_model[model] += 1
             self.max_in_flight_by_model[model] = max(
                 self.max_in_flight_by_model[model], self.in_flight_by_model[model]
@@ -49,20 +49,20 @@ class BenchProvider(fp.FakeProvider):
                 self.first_request = time.time()
         return exchange
 
-    def _end(self, exchange: fp.Exchange) -> None:
-        super()._end(exchange)
-        with self._lock:
+    def end_exchange(self, exchange: fp.Exchange) -> None:
+        super().end_exchange(exchange)
+        with self.lock:
             self.in_flight_by_model[exchange.model] -= 1
             self.last_response = time.time()
 
-    def _responded(self, exchange: fp.Exchange, status: int, data: Any) -> None:
+    def on_response(self, exchange: fp.Exchange, status: int, data: Any) -> None:
         # A 200 carrying usage is what a provider bills.
         if status != 200 or not isinstance(data, dict) or not isinstance(data.get("usage"), dict):
             return
         usage = data["usage"]
         n_in = usage.get("prompt_tokens", usage.get("input_tokens", 0))
         n_out = usage.get("completion_tokens", usage.get("output_tokens", 0))
-        with self._lock:
+        with self.lock:
             row = self.per_key[exchange.extra["key"]]
             row[BILLED] += 1
             row[TOKENS_IN] += int(n_in)
@@ -70,7 +70,7 @@ class BenchProvider(fp.FakeProvider):
 
     def bench_reset(self) -> None:
         self.reset()
-        with self._lock:
+        with self.lock:
             self.per_key.clear()
             self.max_in_flight_by_model = Counter(
                 {m: n for m, n in self.in_flight_by_model.items() if n}
@@ -78,15 +78,15 @@ class BenchProvider(fp.FakeProvider):
             self.first_request = self.last_response = None
 
     def bench_config(self, data: dict[str, Any]) -> None:
-        with self._lock:
+        with self.lock:
             self.latency_seconds = float(data.get("latency", self.latency_seconds))
             self.failure_rate = float(data.get("failure_rate", 0.0))
             self.failure_outcomes = tuple(data.get("failure_outcomes", ("429", "500")))
             self.retry_after_seconds = data.get("retry_after", self.retry_after_seconds)
-            self._rng = random.Random(int(data.get("seed", 0)))
+            self.rng = random.Random(int(data.get("seed", 0)))
 
     def stats(self) -> dict[str, Any]:
-        with self._lock:
+        with self.lock:
             return {
                 "total_requests": self.total_requests,
                 "per_outcome": dict(self.per_outcome),

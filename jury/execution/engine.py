@@ -187,7 +187,7 @@ class Engine:
         self.scripts: dict[str, Any] = {}
         ready = threading.Event()
         self.thread = threading.Thread(
-            target=self._run, args=(ready,), name="jury-engine", daemon=True
+            target=self.run_loop, args=(ready,), name="jury-engine", daemon=True
         )
         self.thread.start()
         ready.wait()
@@ -213,7 +213,7 @@ class Engine:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=10)
 
-    def _run(self, ready: threading.Event) -> None:
+    def run_loop(self, ready: threading.Event) -> None:
         import redis.asyncio
 
         asyncio.set_event_loop(self.loop)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import require_service
 from tests.support.fake_provider import fake_provider_fixture  # noqa: F401 - registers the fixture
+from tests.support.services import require_service
 
 # Tests of the limits use Redis database 13, each under a key prefix of its own: nothing is
 # flushed, and tests running at the same time do not meet.

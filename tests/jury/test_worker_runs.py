@@ -11,9 +11,9 @@ from celery import Celery
 
 from jury import services
 from jury.models import Judge, JudgeCall, JuryRun
-from tests.conftest import require_service
 from tests.factories import make_study_with_members
 from tests.support.celery_worker import child_pids, running_worker, wait_for
+from tests.support.services import require_service
 
 REDIS_URL = "redis://127.0.0.1:6379/14"
 

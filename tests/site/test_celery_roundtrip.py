@@ -7,8 +7,8 @@ import pytest
 from celery import Celery
 
 from annotation.models import RatingStudy
-from tests.conftest import require_service
 from tests.support.celery_worker import running_worker
+from tests.support.services import require_service
 
 
 def _round_trip(broker_url: str, result_backend: str, log_path, monkeypatch) -> dict:

@@ -11,8 +11,8 @@ import pytest
 from celery import Celery
 from django.db import connection
 
-from tests.conftest import require_service
 from tests.support import celery_worker
+from tests.support.services import require_service
 
 BROKER = "redis://127.0.0.1:6379/15"
 

@@ -24,7 +24,7 @@ Counters: `total_requests`, `per_prompt_hash` (sha256 of the user prompt), `per_
 Modules: server (FakeProvider), replies (the protocols' bodies), wire (HTTP/1.1 on an
 asyncio event loop in a thread of its own: each request waits its latency without a thread,
 so the server costs little CPU next to the clients it serves). Subclasses
-(bench/bench_jury.py) hook in through `_begin`, `_end`, `_responded` and `extra_route`.
+(bench/bench_jury.py) hook in through `begin_exchange`, `end_exchange`, `on_response` and `extra_route`.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def hashed_verdict(prompt: str, criteria: Criteria) -> dict[str, Any]:
 
 @dataclass
 class Exchange:
-    """One request being answered: what `_begin` decided, handed to `_end` and `_responded`."""
+    """One request being answered: what `begin_exchange` decided, handed to `end_exchange` and `on_response`."""
 
     index: int
     outcome: str
@@ -78,7 +78,7 @@ class Reply:
     payload: bytes
     headers: dict[str, str] = field(default_factory=dict)
     truncated: bool = False  # announce more bytes than sent, then close
-    data: Any = None  # the decoded body of a protocol answer, for the `_responded` hook
+    data: Any = None  # the decoded body of a protocol answer, for the `on_response` hook
 
 
 def json_reply(status: int, data: Any, headers: dict[str, str] | None = None) -> Reply:

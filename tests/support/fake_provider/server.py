@@ -74,9 +74,9 @@ class FakeProvider:
         self.retry_after_seconds = retry_after_seconds
         self.timeout_sleep_seconds = timeout_sleep_seconds
         self.default_criteria = list(default_criteria)
-        self._rng = random.Random(seed)
+        self.rng = random.Random(seed)
         # Counters are written on the server's loop and read (or reset) from test threads.
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._script: deque[str] = deque()
         self._rules: list[tuple[str, str]] = []
         self.requests: deque[RecordedRequest] = deque(maxlen=record_limit)
@@ -103,17 +103,17 @@ class FakeProvider:
         """Outcomes for the next requests, consumed in order."""
         for outcome in outcomes:
             self._check(outcome)
-        with self._lock:
+        with self.lock:
             self._script.extend(outcomes)
 
     def add_rule(self, substring: str, outcome: str) -> None:
         """Every request whose user prompt contains `substring` gets `outcome`."""
         self._check(outcome)
-        with self._lock:
+        with self.lock:
             self._rules.append((substring, outcome))
 
     def reset(self) -> None:
-        with self._lock:
+        with self.lock:
             self._script.clear()
             self._rules.clear()
             self.requests.clear()
@@ -213,21 +213,23 @@ class FakeProvider:
 
     def abandoned(self, exchange: Exchange) -> None:
         """A request whose connection closed before it was answered."""
-        self._end(exchange)
+        self.end_exchange(exchange)
 
     # --- per request (hooks for subclasses) ------------------------------------------------
-    def _begin(self, protocol: str, path: str, headers: dict[str, str], body: dict) -> Exchange:
+    def begin_exchange(
+        self, protocol: str, path: str, headers: dict[str, str], body: dict
+    ) -> Exchange:
         model = str(body.get("model", ""))
         prompt = user_prompt(body)
-        with self._lock:
+        with self.lock:
             index = self.total_requests
             self.total_requests += 1
             if self._script:
                 outcome = self._script.popleft()
             else:
                 outcome = next((o for s, o in self._rules if s in prompt), None)
-                if outcome is None and self.failure_rate and self._rng.random() < self.failure_rate:
-                    outcome = self._rng.choice(self.failure_outcomes)
+                if outcome is None and self.failure_rate and self.rng.random() < self.failure_rate:
+                    outcome = self.rng.choice(self.failure_outcomes)
                 outcome = outcome or "ok"
             self.per_prompt_hash[prompt_key(prompt)] += 1
             self.per_model[model] += 1
@@ -240,12 +242,12 @@ class FakeProvider:
             )
         return Exchange(index, outcome, model, prompt, protocol)
 
-    def _end(self, exchange: Exchange) -> None:
+    def end_exchange(self, exchange: Exchange) -> None:
         """The request is answered (or abandoned): no longer in flight."""
-        with self._lock:
+        with self.lock:
             self.in_flight -= 1
 
-    def _responded(self, exchange: Exchange, status: int, data: Any) -> None:
+    def on_response(self, exchange: Exchange, status: int, data: Any) -> None:
         """Called with the decoded response just before it is written (e.g. to count what a
         provider bills: a 200 that carries usage)."""
 
@@ -296,7 +298,7 @@ class FakeProvider:
             error = {"error": {"message": "body is not JSON", "type": "invalid_json"}}
             conn.send(json_reply(400, error), keep_alive)
             return
-        exchange = self._begin(protocol, path, headers, body)
+        exchange = self.begin_exchange(protocol, path, headers, body)
         delay = self._latency(exchange.index)
         if exchange.outcome == "timeout":
             delay += self.timeout_sleep_seconds
@@ -316,9 +318,9 @@ class FakeProvider:
             build = openai_reply if exchange.protocol == "openai" else anthropic_reply
             reply = build(self, exchange, body, headers)
             if reply.data is not None:
-                self._responded(exchange, reply.status, reply.data)
+                self.on_response(exchange, reply.status, reply.data)
             conn.send(reply, keep_alive)
         finally:
             # Right after the write: the client cannot have read this answer (and sent its
             # next request) while the request still counts as in flight.
-            self._end(exchange)
+            self.end_exchange(exchange)
