@@ -26,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import krippendorff
 import pingouin as pg
-from pingouin.config import _no_rounding
 
 from agreement.stats import (
     FORMS,
@@ -35,6 +34,7 @@ from agreement.stats import (
     icc_from_long,
     krippendorff_alpha,
 )
+from tests.support.reference import pingouin_unrounded
 
 Row = tuple[str, float, float | None, str, float | None, str]
 
@@ -78,7 +78,7 @@ def bench_icc(n: int, rng: np.random.Generator) -> Row:
     t_pg, ref = best_time(
         lambda: pg.intraclass_corr(df, targets="item", raters="rater", ratings="value"), 2
     )
-    with _no_rounding():
+    with pingouin_unrounded():
         ref_unrounded = pg.intraclass_corr(df, targets="item", raters="rater", ratings="value")
     for pos, form in enumerate(FORMS):  # rows by position (pingouin 0.7 labels are unstable)
         e, r, ru = ours.get(form), ref.iloc[pos], ref_unrounded.iloc[pos]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import numpy as np
 import pandas as pd
 
@@ -89,20 +86,3 @@ def medhelm_like_scores(
             (item, "rouge_l", "rougeL", "metric", 0.3 + 0.03 * truth[i] + rng.normal() * 0.05)
         )
     return pd.DataFrame(rows, columns=["item", "criterion", "rater", "rater_kind", "value"])
-
-
-@contextmanager
-def pingouin_unrounded() -> Iterator[None]:
-    """pingouin at full precision: every rounding option off (its public ``options``),
-    restored afterwards."""
-    import pingouin
-
-    saved = dict(pingouin.options)
-    for key in [k for k in pingouin.options if k.startswith("round.")]:
-        del pingouin.options[key]
-    pingouin.options["round"] = None
-    try:
-        yield
-    finally:
-        pingouin.options.clear()
-        pingouin.options.update(saved)

@@ -21,8 +21,9 @@ from agreement.stats import (
     icc_matrix_from_long,
 )
 from agreement.stats.icc_batch import icc_from_moments, icc_item_moments
+from tests.support.reference import pingouin_unrounded
 
-from .factories import SHROUT_FLEISS, long_from_matrix, pingouin_unrounded, random_matrix
+from .factories import SHROUT_FLEISS, long_from_matrix, random_matrix
 
 REL = 1e-9
 
