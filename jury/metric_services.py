@@ -19,12 +19,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotation import audit
 from annotation.models import Item, RatingStudy
 from jury import metrics as m
+from jury import task_names
 from jury.errors import JuryError
 from jury.models import MetricScore
 
@@ -297,8 +299,6 @@ def enqueue_compute_metrics(
     ids = list(item_ids) if item_ids is not None else None
 
     def send() -> None:
-        from jury.tasks import compute_metrics_task
-
-        compute_metrics_task.delay(study.pk, names, ids)
+        current_app.send_task(task_names.COMPUTE_METRICS, args=[study.pk, names, ids])
 
     transaction.on_commit(send)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max, Q, QuerySet
@@ -12,7 +13,7 @@ from django.db.models import Max, Q, QuerySet
 from annotation import audit
 from annotation.models import Item, RatingStudy
 from delphi.models import TaxonomyNode
-from jury import limits
+from jury import limits, task_names
 from jury.errors import JuryError
 from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
 from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, prompt_hash, render_prompt, validate_template
@@ -108,17 +109,17 @@ CALLS_PER_TASK = 48
 
 def dispatch_calls(call_ids: Sequence[int]) -> None:
     """Send calls to the workers: in chunks when the limits live in Redis, else one by one."""
-    from jury.tasks import execute_judge_call, execute_judge_calls
-
     if limits.backend() == "redis":
         ids = list(call_ids)
         for start in range(0, len(ids), CALLS_PER_TASK):
-            execute_judge_calls.delay(ids[start : start + CALLS_PER_TASK])
+            current_app.send_task(
+                task_names.EXECUTE_CALLS, args=[ids[start : start + CALLS_PER_TASK]]
+            )
         return
     # The database limiter polls a locked row per attempt: one task per call, as many in
     # flight as the workers have processes or threads.
     for call_id in call_ids:
-        execute_judge_call.delay(call_id)
+        current_app.send_task(task_names.EXECUTE_CALL, args=[call_id])
 
 
 def _callable_judges(judges: Iterable[Judge]) -> list[Judge]:

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from annotation.models import ImportJob, RatingStudy
+from jury import task_names
 from jury.execution import execute_call, execute_calls
 from jury.helm_verdicts import import_helm_verdicts
 from jury.local_models import LocalModelMissing
@@ -19,14 +20,14 @@ from jury.metrics import MetricUnavailable
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="jury.execute_judge_call", acks_late=True, ignore_result=True)
+@shared_task(name=task_names.EXECUTE_CALL, acks_late=True, ignore_result=True)
 def execute_judge_call(call_id: int) -> str:
     """Run one judge call. Safe to deliver twice: a finished call is left alone, a call
     another worker holds is waited for."""
     return execute_call(call_id=call_id)
 
 
-@shared_task(name="jury.execute_judge_calls", acks_late=True, ignore_result=True)
+@shared_task(name=task_names.EXECUTE_CALLS, acks_late=True, ignore_result=True)
 def execute_judge_calls(call_ids: list[int]) -> dict[str, int]:
     """Run a chunk of judge calls (what start_run sends when the limits live in Redis).
     Safe to deliver twice, like execute_judge_call; a killed worker's chunk loses only the
@@ -34,7 +35,7 @@ def execute_judge_calls(call_ids: list[int]) -> dict[str, int]:
     return execute_calls(call_ids=call_ids)
 
 
-@shared_task(name="jury.import_helm_verdicts", bind=True, acks_late=True, max_retries=3)
+@shared_task(name=task_names.IMPORT_HELM_VERDICTS, bind=True, acks_late=True, max_retries=3)
 def import_helm_verdicts_for_job(self, job_id: int) -> dict[str, object]:
     """After a HELM item import: import the run's jury verdicts (jury.helm_verdicts).
 
@@ -71,7 +72,7 @@ def import_helm_verdicts_for_job(self, job_id: int) -> dict[str, object]:
     return {"job": job_id, "status": "imported" if report.ok else "failed", **report.as_dict()}
 
 
-@shared_task(name="jury.compute_metrics", bind=True, acks_late=True, max_retries=3)
+@shared_task(name=task_names.COMPUTE_METRICS, bind=True, acks_late=True, max_retries=3)
 def compute_metrics_task(
     self, study_id: int, metrics: list[str] | None = None, item_ids: list[int] | None = None
 ) -> dict[str, object]:

@@ -22,10 +22,10 @@ from jury.providers.base import (
     ProviderTimeout,
     RateLimited,
     ServerError,
-    client_for,
     parse_retry_after,
     verdict_json_schema,
 )
+from jury.providers.registry import client_for
 
 __all__ = [
     "PROVIDERS",

@@ -75,10 +75,13 @@ def test_a_cancelled_run_leaves_its_calls_pending(study, fake_provider):
 def test_a_run_is_sent_in_chunks_when_the_limits_live_in_redis(
     study, fake_provider, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from jury import tasks
-
     sent: list[list[int]] = []
-    monkeypatch.setattr(tasks.execute_judge_calls, "delay", sent.append)
+
+    def send_task(name, args):
+        assert name == "jury.execute_judge_calls"
+        sent.append(*args)
+
+    monkeypatch.setattr(services.current_app, "send_task", send_task)
     monkeypatch.setattr(services, "CALLS_PER_TASK", 3)
     judges = [make_judge(fake_provider, name="gpt"), make_judge(fake_provider, name="gpt-2")]
     with django_capture_on_commit_callbacks(execute=True):

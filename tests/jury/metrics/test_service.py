@@ -130,13 +130,15 @@ def test_task_and_command(study, rouge_ready):
 
 def test_enqueue_dispatches_after_commit(study, django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    from jury import tasks
-
-    monkeypatch.setattr(tasks.compute_metrics_task, "delay", lambda *a: sent.append(a))
+    monkeypatch.setattr(
+        metric_services.current_app,
+        "send_task",
+        lambda name, args: sent.append((name, *args)),
+    )
     with django_capture_on_commit_callbacks(execute=True):
         metric_services.enqueue_compute_metrics(study=study, metrics=["rouge_l_f1"])
         assert sent == []
-    assert sent == [(study.pk, ["rouge_l_f1"], None)]
+    assert sent == [("jury.compute_metrics", study.pk, ["rouge_l_f1"], None)]
 
 
 @pytest.mark.slow
