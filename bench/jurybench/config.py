@@ -10,7 +10,7 @@ ENTRY = str(Path(__file__).resolve().parents[1] / "bench_jury.py")
 DEFAULT_DB_URL = "postgres://postgres@127.0.0.1:5432/medhelm_bench_jury"
 # The tests use Redis databases 14 and 15; this bench flushes its own.
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
-API_KEY_ENV = "BENCH_JURY_API_KEY"
+API_KEY_ENV = "MEDHELM_JUDGE_KEY_BENCH"
 WARMUP_ITEMS = 64
 # (name, provider, model id, input price, output price per million tokens)
 JUDGES = (

@@ -18,7 +18,7 @@ def make_judge(
     provider: str = "openai",
     **kw: Any,
 ) -> Judge:
-    """A judge of the fake provider (no endpoint without one), its key in FAKE_PROVIDER_KEY."""
+    """A judge of the fake provider (no endpoint without one), its key in MEDHELM_JUDGE_KEY_FAKE."""
     endpoint = ""
     if fake is not None:
         endpoint = fake.openai_url if provider == "openai" else fake.anthropic_url
@@ -26,7 +26,7 @@ def make_judge(
         "provider": provider,
         "model_id": f"{name}-model",
         "endpoint": endpoint,
-        "api_key_env": "FAKE_PROVIDER_KEY",
+        "api_key_env": "MEDHELM_JUDGE_KEY_FAKE",
         "params": {"temperature": 0, "max_tokens": 512, "max_attempts": 4},
         "price_input_per_mtok": Decimal("2.5"),
         "price_output_per_mtok": Decimal("10"),

@@ -14,14 +14,14 @@ from tests.jury.factories import make_judge
 
 @pytest.fixture
 def setup(db, monkeypatch):
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test")
+    monkeypatch.setenv("MEDHELM_JUDGE_KEY_FAKE", "sk-test")
     return make_study_with_members(n_items=3, n_clinicians=2, k=2)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_command_runs_inline_with_a_progress_bar(fake_provider, monkeypatch):
     # Threads write through their own connections: the data must be committed.
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test")
+    monkeypatch.setenv("MEDHELM_JUDGE_KEY_FAKE", "sk-test")
     setup = make_study_with_members(n_items=3, n_clinicians=2, k=2)
     make_judge(fake_provider, name="gpt")
     out = io.StringIO()

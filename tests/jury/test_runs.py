@@ -26,7 +26,7 @@ def study(db):
 
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch):
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test-not-a-secret")
+    monkeypatch.setenv("MEDHELM_JUDGE_KEY_FAKE", "sk-test-not-a-secret")
 
 
 class NoSleep:

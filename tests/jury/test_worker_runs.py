@@ -54,7 +54,7 @@ def test_a_run_on_a_real_worker_with_redis(tmp_path, redis_broker, fake_provider
         provider="openai",
         model_id="m",
         endpoint=fake_provider.openai_url,
-        api_key_env="FAKE_PROVIDER_KEY",
+        api_key_env="MEDHELM_JUDGE_KEY_FAKE",
         max_concurrency=3,
         price_input_per_mtok=Decimal(1),
         price_output_per_mtok=Decimal(2),
@@ -65,7 +65,7 @@ def test_a_run_on_a_real_worker_with_redis(tmp_path, redis_broker, fake_provider
         result_backend=redis_broker,
         log_path=tmp_path / "w.log",
         concurrency=4,
-        extra_env={"FAKE_PROVIDER_KEY": "sk-test"},
+        extra_env={"MEDHELM_JUDGE_KEY_FAKE": "sk-test"},
     ):
         run = start(study, judge)
         wait_for(
@@ -86,14 +86,14 @@ def test_resume_after_a_worker_is_killed_mid_run(tmp_path, redis_broker, fake_pr
         provider="openai",
         model_id="m",
         endpoint=fake_provider.openai_url,
-        api_key_env="FAKE_PROVIDER_KEY",
+        api_key_env="MEDHELM_JUDGE_KEY_FAKE",
         max_concurrency=2,
         timeout_seconds=30,
         price_input_per_mtok=Decimal(1),
         price_output_per_mtok=Decimal(2),
     )
     fake_provider.latency_seconds = 0.6
-    env = {"FAKE_PROVIDER_KEY": "sk-test"}
+    env = {"MEDHELM_JUDGE_KEY_FAKE": "sk-test"}
     with running_worker(
         broker_url=redis_broker,
         result_backend=redis_broker,

@@ -10,7 +10,7 @@ from tests.factories import make_study_with_members
 
 @pytest.fixture
 def chunk_limits(redis_limits, monkeypatch) -> str:
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", "sk-test-not-a-secret")
+    monkeypatch.setenv("MEDHELM_JUDGE_KEY_FAKE", "sk-test-not-a-secret")
     return redis_limits
 
 

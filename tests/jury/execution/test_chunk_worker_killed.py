@@ -20,7 +20,7 @@ from tests.support.fake_provider import prompt_key
 pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("chunk_limits")]
 
 WORKER_BROKER = "redis://127.0.0.1:6379/14"
-WORKER_ENV = {"FAKE_PROVIDER_KEY": "sk-test", "JURY_LIMITER": "redis"}
+WORKER_ENV = {"MEDHELM_JUDGE_KEY_FAKE": "sk-test", "JURY_LIMITER": "redis"}
 
 
 def send_chunk(ids: list[int]) -> None:

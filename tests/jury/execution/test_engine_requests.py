@@ -15,7 +15,9 @@ pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("chunk_limits")]
 def test_the_engine_sends_what_the_per_call_path_sends(study, fake_provider, provider, keyed):
     """The engine sends with aiohttp what the SDK's client sends on the per-call path: the
     same URL, body and protocol headers (auth, API version); no auth header without a key."""
-    judge = make_judge(fake_provider, provider=provider, api_key_env="FAKE_PROVIDER_KEY" * keyed)
+    judge = make_judge(
+        fake_provider, provider=provider, api_key_env="MEDHELM_JUDGE_KEY_FAKE" * keyed
+    )
     first, second = study.items.order_by("pk")[:2]
     one = services.start_run(
         study=study, judges=[judge], actor=None, filters={"item_ids": [first.pk]}, dispatch=False
