@@ -1,13 +1,23 @@
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest
 
 from jury import models
+from jury.forms import JudgeAdminForm
 
 
 @admin.register(models.Judge)
 class JudgeAdmin(admin.ModelAdmin):
+    form = JudgeAdminForm
     list_display = ["name", "provider", "model_id", "weight", "max_concurrency", "is_active"]
     list_filter = ["provider", "is_active"]
     search_fields = ["name", "model_id"]
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "endpoint":  # as JudgeAdminForm reads it: no scheme means https
+            kwargs.setdefault("assume_scheme", "https")
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
 
 @admin.register(models.PromptTemplate)

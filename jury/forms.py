@@ -52,3 +52,41 @@ class PromptForm(forms.Form):
     name = forms.SlugField(max_length=100)
     system_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
     body = forms.CharField(widget=forms.Textarea(attrs={"rows": 22, "class": "mono"}))
+
+
+def _judge_formfield(field: Any, **kwargs: Any) -> forms.Field | None:
+    """A judge field's form field; an endpoint without a scheme is read as https."""
+    if field.name == "endpoint":
+        kwargs.setdefault("assume_scheme", "https")
+    return field.formfield(**kwargs)
+
+
+class JudgeAdminForm(forms.ModelForm):
+    """A judge in the admin: the model's clean() refuses a key variable or an endpoint host
+    the operator has not allowed, with the reason and how to allow it; the help texts say so
+    before anyone tries."""
+
+    class Meta:
+        model = Judge
+        formfield_callback = _judge_formfield
+        fields = [
+            "name",
+            "provider",
+            "model_id",
+            "endpoint",
+            "api_key_env",
+            "params",
+            "weight",
+            "price_input_per_mtok",
+            "price_output_per_mtok",
+            "max_concurrency",
+            "requests_per_minute",
+            "timeout_seconds",
+            "is_active",
+        ]
+        help_texts = {
+            "api_key_env": "Name of the environment variable holding the API key: "
+            "MEDHELM_JUDGE_KEY_<NAME>, or one listed in the JURY_ALLOWED_KEY_VARIABLES setting.",
+            "endpoint": "Base URL; empty for the provider's default. Its host must be allowed "
+            "by the JURY_ALLOWED_HOSTS setting (https; http only on loopback).",
+        }

@@ -1,15 +1,18 @@
 """Judge models, prompt templates, jury runs, every judge call, and machine scores.
 
-API keys are never stored: a judge names the environment variable that holds its key.
+API keys are never stored: a judge names the environment variable that holds its key. Which
+variables and endpoint hosts a judge may use is the operator's (jury.providers.policy).
 """
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from annotation.models import Item, RatingStudy, RubricCriterion
+from jury.providers.policy import endpoint_problem, key_variable_problem
 
 
 class Judge(models.Model):
@@ -57,6 +60,25 @@ class Judge(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def policy_problems(self) -> dict[str, str]:
+        """What the operator's rules refuse in this judge's key variable and endpoint, by
+        field (settings JURY_ALLOWED_KEY_VARIABLES and JURY_ALLOWED_HOSTS)."""
+        problems = {
+            "api_key_env": key_variable_problem(
+                self.api_key_env, allowed=getattr(settings, "JURY_ALLOWED_KEY_VARIABLES", ())
+            ),
+            "endpoint": endpoint_problem(
+                self.endpoint, allowed_hosts=getattr(settings, "JURY_ALLOWED_HOSTS", ())
+            ),
+        }
+        return {name: problem for name, problem in problems.items() if problem}
+
+    def clean(self) -> None:
+        super().clean()
+        problems = self.policy_problems()
+        if problems:
+            raise ValidationError(problems)
 
 
 class PromptTemplate(models.Model):

@@ -196,6 +196,14 @@ CELERY_TASK_TRACK_STARTED = True
 # another Redis than the broker's.
 JURY_LIMITER = os.environ.get("JURY_LIMITER", "auto")
 JURY_LIMITER_REDIS_URL = os.environ.get("JURY_LIMITER_REDIS_URL", "")
+# What a judge defined in the admin may use. Its API key variable: MEDHELM_JUDGE_KEY_<NAME>,
+# or one listed here (comma-separated; the site's own secrets never). Its endpoint: a host
+# listed here ("*.domain" for one label; an IP address only on loopback, http only there).
+JURY_ALLOWED_KEY_VARIABLES = env_list("JURY_ALLOWED_KEY_VARIABLES", "")
+JURY_ALLOWED_HOSTS = env_list(
+    "JURY_ALLOWED_HOSTS",
+    "api.openai.com,api.anthropic.com,*.openai.azure.com,127.0.0.1,localhost,::1",
+)
 
 # Composition of the apps, by name, so that no app imports one further up the chain
 # (delphi <- annotation <- jury <- agreement):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from jury import limits
 from jury.execution import storage
+from jury.execution.clients import judge_refusal
 from jury.execution.engine import ChunkState, Engine, Job, get_engine
 from jury.execution.retries import DEFAULT_MAX_ATTEMPTS
 from jury.execution.single import execute_call
@@ -44,6 +45,9 @@ def execute_calls(*, call_ids: Sequence[int]) -> dict[str, int]:
         return counts
     storage.mark_running({c.run_id for c in live if c.run.status == JuryRun.Status.QUEUED})
     criteria = {sid: storage.study_criteria(sid) for sid in {c.run.study_id for c in live}}
+    run_ids = {c.run_id for c in live}
+    refused = _refuse_forbidden(live, calls=calls, criteria=criteria, counts=counts)
+    live = [c for c in live if c.pk not in refused]
     hits = _serve_from_cache(live, calls=calls, criteria=criteria, counts=counts)
     # Identical requests inside the chunk: the first goes out, the others run after it (and
     # are then served from the cache).
@@ -57,7 +61,7 @@ def execute_calls(*, call_ids: Sequence[int]) -> dict[str, int]:
         else:
             leaders[(c.judge_id, c.prompt_hash)] = c
     later += _send(list(leaders.values()), calls=calls, criteria=criteria, counts=counts)
-    for run_id in {c.run_id for c in live}:
+    for run_id in run_ids:
         storage.finish_run_if_done(run_id)
     for call_id in later:
         _count(counts, execute_call(call_id=call_id))
@@ -82,6 +86,26 @@ def _pending_calls(ids: Sequence[int]) -> dict[int, JudgeCall]:
     for c in calls.values():
         c.judge, c.run = judges[c.judge_id], runs[c.run_id]
     return calls
+
+
+def _refuse_forbidden(
+    live: Sequence[JudgeCall],
+    *,
+    calls: dict[int, JudgeCall],
+    criteria: Criteria,
+    counts: dict[str, int],
+) -> set[int]:
+    """Fail, without sending anything, the calls of judges the operator's rules refuse; their
+    ids."""
+    refusals = {c.judge_id: judge_refusal(c.judge) for c in live}
+    outcomes = [
+        storage.refused_outcome(c.pk, reason)
+        for c in live
+        if (reason := refusals[c.judge_id]) is not None
+    ]
+    for status in storage.save_outcomes(outcomes, calls=calls, criteria=criteria).values():
+        _count(counts, status)
+    return {o.call_id for o in outcomes}
 
 
 def _serve_from_cache(

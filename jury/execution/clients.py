@@ -17,8 +17,29 @@ from jury.providers import client_for
 from jury.providers.http import HttpReply, HttpRequest, SdkHttpClient
 
 
+def judge_refusal(judge: Judge) -> str | None:
+    """Why the operator's rules refuse to call this judge (its key variable or endpoint, see
+    Judge.policy_problems), or None. Checked when a call is made, not only when the judge is
+    saved: a judge stored before the rules, or written through the ORM, sends nothing."""
+    problems = judge.policy_problems()
+    if not problems:
+        return None
+    return f"judge {judge.name!r} is not allowed to be called: " + " ".join(problems.values())
+
+
+def judge_api_key(judge: Judge) -> str | None:
+    """The judge's key from its environment variable (None without one); NotAllowed, before
+    the environment is read, when the rules refuse the judge."""
+    refusal = judge_refusal(judge)
+    if refusal is not None:
+        raise providers.NotAllowed(refusal)
+    return os.environ.get(judge.api_key_env) if judge.api_key_env else None
+
+
 def client_key(judge: Judge) -> tuple:
-    api_key = os.environ.get(judge.api_key_env) if judge.api_key_env else None
+    """What a judge's client is cached under (its key included); NotAllowed when the rules
+    refuse the judge."""
+    api_key = judge_api_key(judge)
     return (
         judge.pk,
         judge.provider,

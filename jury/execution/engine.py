@@ -270,7 +270,12 @@ class Engine:
     async def _run_call(self, job: Job, state: ChunkState) -> Outcome:
         loop = asyncio.get_running_loop()
         gate = self.gate(job.judge.pk)
-        provider = self.provider(job.judge)
+        try:
+            provider = self.provider(job.judge)
+        except providers.NotAllowed as exc:  # the rules changed since the chunk began
+            return Outcome(
+                call_id=job.call_id, status=JudgeCall.Status.PROVIDER_ERROR, error=str(exc)
+            )
         rng = random.Random()
         attempts = 0
         last_error = ""

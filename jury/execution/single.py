@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from jury import limits
 from jury.execution import storage
-from jury.execution.clients import client_key
+from jury.execution.clients import client_key, judge_refusal
 from jury.execution.retries import (
     DEFAULT_MAX_ATTEMPTS,
     MAX_WAIT_FOR_SLOT_SECONDS,
@@ -60,6 +60,14 @@ def execute_call(
         return call.status
     if call.run.status == JuryRun.Status.QUEUED:  # only the run's first calls write this
         storage.mark_running([call.run_id])
+    refusal = judge_refusal(call.judge)
+    if refusal is not None:
+        criteria = {call.run.study_id: storage.study_criteria(call.run.study_id)}
+        storage.save_outcomes(
+            [storage.refused_outcome(call.pk, refusal)], calls={call.pk: call}, criteria=criteria
+        )
+        storage.finish_run_if_done(call.run_id)
+        return _current_status(call.pk) or "missing"
     if _copy_from_cache(call):
         storage.finish_run_if_done(call.run_id)
         return _current_status(call.pk) or "missing"

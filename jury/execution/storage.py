@@ -83,6 +83,11 @@ class Outcome:
     source: CachedSource | None = None  # served from the cache: the billed original
 
 
+def refused_outcome(call_id: int, reason: str) -> Outcome:
+    """A call the operator's rules refuse to send (Judge.policy_problems): failed, no attempt."""
+    return Outcome(call_id=call_id, status=JudgeCall.Status.PROVIDER_ERROR, error=reason)
+
+
 @dataclass(frozen=True)
 class CachedSource:
     pk: int

@@ -10,6 +10,7 @@ of which says whether trying again can help.
 from __future__ import annotations
 
 import email.utils
+import json
 import math
 import re
 import time
@@ -109,8 +110,8 @@ class JudgeReply:
 class ProviderError(Exception):
     """One attempt failed. `retryable` tells the caller whether another attempt can help.
 
-    Messages say what happened (provider, model, HTTP status, a short redacted excerpt of the
-    body) and never contain the API key.
+    Messages say what happened (provider, model, HTTP status, the provider's own error message,
+    redacted and cut short; never the rest of a remote body) and never contain the API key.
     """
 
     retryable: bool = False
@@ -166,6 +167,11 @@ class BadRequest(ProviderError):
     """
 
     retryable = False
+
+
+class NotAllowed(BadRequest):
+    """The operator's rules refuse the judge's key variable or endpoint (jury.providers.policy):
+    nothing was sent, and nothing will be until the judge or the settings change."""
 
 
 class MalformedResponse(ProviderError):
@@ -252,18 +258,39 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
 # Key-shaped tokens that providers echo back (OpenAI's 401 body quotes a masked key such as
 # "sk-proj-ab***********wxyz"); removed from any text that goes into an exception message.
 _KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|key)-[A-Za-z0-9_\-\*\.]{4,}")
-_EXCERPT_CHARS = 300
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+REASON_CHARS = 200
 
 
-def redact(text: str, secret: str | None) -> str:
-    """`text` without the secret (or any key-shaped token), cut to a short excerpt."""
+def redact(text: str, secret: str | None, *, limit: int = REASON_CHARS) -> str:
+    """`text` without the secret (or any key-shaped token) or control characters, on one
+    line, cut to `limit` characters."""
     if secret:
         text = text.replace(secret, "[redacted]")
     text = _KEY_SHAPED.sub("[redacted]", text)
-    text = " ".join(text.split())
-    if len(text) > _EXCERPT_CHARS:
-        text = text[:_EXCERPT_CHARS] + "..."
+    text = " ".join(_CONTROL.sub(" ", text).split())
+    if len(text) > limit:
+        text = text[:limit] + "..."
     return text
+
+
+def provider_message(text: str) -> str:
+    """The provider's own error message in an error body: `error.message` (OpenAI,
+    Anthropic), `error` as a string (Ollama, TGI) or a top-level `message` (vLLM); "" when
+    the body holds none (an HTML page, a proxy's text), so nothing else of it is kept."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    error = data.get("error")
+    if isinstance(error, dict):
+        error = error.get("message")
+    if isinstance(error, str):
+        return error
+    message = data.get("message")
+    return message if isinstance(message, str) else ""
 
 
 def map_sdk_exception(
@@ -273,7 +300,7 @@ def map_sdk_exception(
 
     Both SDKs share one exception layout (APITimeoutError < APIConnectionError < APIError,
     APIStatusError with .response), so `sdk` is the imported module. The message is built
-    here from the status and a redacted body excerpt, never from str(exc): SDK messages
+    here from the status and the provider's redacted error message, never from str(exc): SDK messages
     embed the response body, which may quote the key.
     """
     if isinstance(exc, sdk.APITimeoutError):
@@ -313,9 +340,13 @@ def status_error(
     """The ProviderError for a provider's non-2xx answer: 429 (rate limited) and 5xx are
     retryable and carry the wait the provider asked for; 408 is a timeout; any other status
     is a BadRequest that the same request would meet again. The message holds the status,
-    `reason` and a redacted excerpt of the body (which may quote the key)."""
-    body = redact(text, secret)
-    message = f"{label}: HTTP {status} {reason}" + (f": {body}" if body else "")
+    `reason` and the provider's own error message, redacted (it may quote the key) and cut
+    short; nothing else of the body, which may be anything the remote server chose to send."""
+    detail = redact(provider_message(text), secret)
+    if not detail and text.strip():
+        detail = f"no error message in the body ({len(text)} characters, not kept)"
+    reason = redact(reason, secret, limit=60)
+    message = f"{label}: HTTP {status} {reason}" + (f": {detail}" if detail else "")
     if status == 429:
         return RateLimited(
             message, status_code=status, retry_after_seconds=parse_retry_after(headers)

@@ -123,9 +123,10 @@ class SdkHttpClient:
         return ConnectionFailed(f"{self.label}: connection failed ({type(exc).__name__}: {detail})")
 
     def malformed(self, what: str, text: str) -> MalformedResponse:
-        """A 2xx whose body is not the protocol's shape (its excerpt redacted)."""
+        """A 2xx whose body is not the protocol's shape (the body is not kept: it may be
+        anything the remote server chose to send)."""
         return MalformedResponse(
-            f"{self.label}: 200 but {what}: {redact(text, self._api_key)!r}", status_code=200
+            f"{self.label}: 200 but {what} ({len(text)} characters, not kept)", status_code=200
         )
 
     def _http_target(self) -> tuple[str, dict[str, str]] | None:
