@@ -102,6 +102,9 @@ class AsyncProvider:
             http.url,
             data=json.dumps(http.body).encode(),
             headers=http.headers,
+            # Never a redirect: the endpoint's host is the one the operator allowed (and the
+            # SDK path follows none either).
+            allow_redirects=False,
             # What the SDKs' aiohttp transport makes of their timeout: connecting, and each
             # wait for the answer's bytes, at most `timeout_seconds`.
             timeout=aiohttp.ClientTimeout(sock_connect=timeout_seconds, sock_read=timeout_seconds),

@@ -314,7 +314,8 @@ class Engine:
                 continue
             except Exception as exc:  # a bug in a client must not leave the call pending
                 await gate.release(token)
-                last_error = f"attempt {attempts}: unexpected {type(exc).__name__}: {exc}"
+                detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
+                last_error = f"attempt {attempts}: unexpected {type(exc).__name__}: {detail}"
                 last_status = JudgeCall.Status.PROVIDER_ERROR
                 break
             latency_ms = int((time.monotonic() - started) * 1000)

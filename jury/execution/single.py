@@ -176,7 +176,8 @@ class _Attempts:
         other attempt is to be made."""
         if not isinstance(exc, providers.ProviderError):
             # A bug in a client must not leave the call pending forever.
-            self.last_error = f"attempt {self.attempts}: unexpected {type(exc).__name__}: {exc}"
+            detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
+            self.last_error = f"attempt {self.attempts}: unexpected {type(exc).__name__}: {detail}"
             self.last_status = JudgeCall.Status.PROVIDER_ERROR
             return None
         self.last_error = f"attempt {self.attempts}: {exc}"

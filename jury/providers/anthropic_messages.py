@@ -49,6 +49,8 @@ class AnthropicMessagesClient(SdkHttpClient):
             api_key=api_key or "",
             max_retries=0,
             timeout=float(params.get("timeout_seconds", 120.0)),
+            # Never a redirect: the endpoint's host is the one the operator allowed.
+            http_client=anthropic.DefaultHttpxClient(follow_redirects=False),
         )
         self._sdk = anthropic
         # Without a key (a keyless gateway) the SDK insists the header be omitted explicitly.

@@ -300,8 +300,8 @@ def map_sdk_exception(
 
     Both SDKs share one exception layout (APITimeoutError < APIConnectionError < APIError,
     APIStatusError with .response), so `sdk` is the imported module. The message is built
-    here from the status and the provider's redacted error message, never from str(exc): SDK messages
-    embed the response body, which may quote the key.
+    here from the status and the provider's redacted error message, never from str(exc):
+    SDK messages embed the response body, which may quote the key.
     """
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderTimeout(f"{label}: no response within the timeout")

@@ -61,6 +61,7 @@ class OpenAICompatClient(SdkHttpClient):
                 api_key=key,
                 max_retries=0,
                 timeout=timeout,
+                http_client=openai.DefaultHttpxClient(follow_redirects=False),
             )
         else:
             self._client = openai.OpenAI(
@@ -68,6 +69,8 @@ class OpenAICompatClient(SdkHttpClient):
                 api_key=key,
                 max_retries=0,
                 timeout=timeout,
+                # Never a redirect: the endpoint's host is the one the operator allowed.
+                http_client=openai.DefaultHttpxClient(follow_redirects=False),
             )
         self._sdk = openai
         # Without a key the SDK insists that Authorization be omitted explicitly.

@@ -3,6 +3,7 @@ again when a call is made (a judge written through the ORM never sends its key).
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -14,6 +15,7 @@ from jury.execution import execute_call
 from jury.models import Judge
 from tests.factories import make_study_with_members
 from tests.jury.factories import make_judge, one_item_run
+from tests.support.fake_provider import FakeProvider
 
 SITE_SECRET = "the-site-secret-key-value"
 
@@ -170,11 +172,11 @@ def test_a_judge_written_through_the_orm_sends_nothing(
 
 
 def test_a_500_with_a_long_body_is_stored_as_status_and_short_reason(study, monkeypatch):
-    from tests.support.fake_provider import FakeProvider
-
-    body = (
-        '{"error": {"message": "Upstream failed for sk-live-abcdef0123456789", "type": "api_error"},'
-        ' "debug": "' + "internal-host-10.1.2.3 " * 500 + '"}'
+    body = json.dumps(
+        {
+            "error": {"message": "Upstream failed for sk-live-abcdef0123456789", "type": "x"},
+            "debug": "internal-host-10.1.2.3 " * 500,
+        }
     )
 
     class LongErrors(FakeProvider):
