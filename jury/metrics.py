@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jury.errors import JuryError
-from jury.local_models import LocalModelMissing, minilm_model_dir
+from jury.providers.local_models import LocalModelMissing, minilm_model_dir
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 ML_PIP = (

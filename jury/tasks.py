@@ -13,9 +13,9 @@ from annotation.models import ImportJob, RatingStudy
 from jury import task_names
 from jury.execution import execute_call, execute_calls
 from jury.helm_verdicts import import_helm_verdicts
-from jury.local_models import LocalModelMissing
 from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
+from jury.providers.local_models import LocalModelMissing
 
 logger = logging.getLogger(__name__)
 

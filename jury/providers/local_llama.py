@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jury.local_models import LocalModelMissing, smollm2_gguf_path
 from jury.providers.base import (
     BadRequest,
     CriterionSpec,
@@ -32,6 +31,7 @@ from jury.providers.base import (
     ServerError,
     verdict_json_schema,
 )
+from jury.providers.local_models import LocalModelMissing, smollm2_gguf_path
 
 LLAMA_CPP_PIP = "pip install llama-cpp-python==0.3.36"
 DEFAULT_N_CTX = 4096

@@ -23,9 +23,15 @@ from pathlib import Path
 
 import pytest
 
-from jury import local_models
 from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, render_prompt
-from jury.providers import CriterionSpec, JudgeRequest, ProviderError, client_for, local_llama
+from jury.providers import (
+    CriterionSpec,
+    JudgeRequest,
+    ProviderError,
+    client_for,
+    local_llama,
+    local_models,
+)
 from jury.verdicts import parse_verdict
 
 CRITERIA = (
@@ -124,6 +130,8 @@ def fresh_model_cache():
 
 @pytest.mark.local_model
 @pytest.mark.slow
+# Ten real generations on 2 cores: about a minute alone, past 300 s when the machine is busy.
+@pytest.mark.timeout(900)
 def test_local_judge_scores_five_items_for_real(fresh_model_cache):
     client = client_for(provider="local", model_id="smollm2-135m-instruct", params=MODEL_PARAMS)
     loads_before = local_llama.load_count()

@@ -7,9 +7,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import RatingStudy
 from jury.errors import JuryError
-from jury.local_models import LocalModelMissing
 from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
+from jury.providers.local_models import LocalModelMissing
 
 
 class Command(BaseCommand):

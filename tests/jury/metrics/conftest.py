@@ -13,7 +13,7 @@ import socket
 import pytest
 
 from jury import metrics
-from jury.local_models import LocalModelMissing, minilm_model_dir
+from jury.providers.local_models import LocalModelMissing, minilm_model_dir
 
 
 def _require(*modules: str, wheel: bool = False) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from jury import metrics
 from jury.errors import JuryError
-from jury.local_models import LocalModelMissing, minilm_model_dir
+from jury.providers.local_models import LocalModelMissing, minilm_model_dir
 from tests.jury.metrics.samples import PARAPHRASE, REF, UNRELATED
 
 

@@ -12,8 +12,8 @@ from annotation import services as annotation_services
 from annotation.models import AuditEvent, Item
 from jury import metric_services, metrics
 from jury.errors import JuryError
-from jury.local_models import minilm_model_dir
 from jury.models import MetricScore
+from jury.providers.local_models import minilm_model_dir
 from tests.factories import make_study_with_members
 from tests.jury.metrics.samples import PARAPHRASE, REF, ROUGE, UNRELATED
 
