@@ -18,6 +18,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 from django.test import Client
+from django.urls import URLResolver, get_resolver
 
 from agreement import services as agreement_services
 from annotation.models import Item, Rating
@@ -309,3 +310,32 @@ def test_every_delphi_csv_export_quotes_user_text(db, client):
     assert {hostile(0, "group-a"), hostile(2, "group-b")} <= quoted_by_export["raw.csv"]
     changes = quoted_by_export["changes.csv"]
     assert {hostile(3, "renamed"), hostile(1, "rationale"), hostile(2, "reason")} <= changes
+
+
+# ------------------------------------------------------------------- every route covered
+
+COVERED_ROUTES = {
+    "studies/<int:study_id>/export/ratings.<str:fmt>",
+    "studies/<int:study_id>/jury/runs/<int:run_id>/calls.csv",
+    "studies/<int:study_id>/agreement/<int:report_id>/report.<str:fmt>",
+    "api/studies/<int:study_id>/agreement/reports/<int:report_id>/csv/",
+    "delphi/<int:study_id>/export/<str:name>",
+}
+
+
+def _routes(patterns, prefix: str = ""):
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _routes(pattern.url_patterns, prefix + str(pattern.pattern))
+        else:
+            yield prefix + str(pattern.pattern)
+
+
+def test_every_export_route_of_the_site_is_downloaded_above():
+    """A new export or CSV route fails here until the tests above download it."""
+    exports = {
+        route
+        for route in _routes(get_resolver().url_patterns)
+        if any(word in route.lower() for word in ("csv", "export", "<str:fmt>"))
+    }
+    assert exports == COVERED_ROUTES
