@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from annotation.models import Assignment, RatingStudy, RubricCriterion
 from annotation.services import CRITERION_FIELDS
@@ -95,8 +96,16 @@ class ItemSerializer(serializers.Serializer):
     metadata = serializers.JSONField()
 
 
+class RequiredBooleanField(serializers.BooleanField):
+    """A boolean that must be sent in every body format. DRF reads a missing boolean in a
+    form or multipart body as False (an unticked checkbox); for a field that changes state
+    (unlocking a study) a missing value must be a 400, as it is in JSON."""
+
+    default_empty_html = empty
+
+
 class LockSerializer(serializers.Serializer):
-    locked = serializers.BooleanField()
+    locked = RequiredBooleanField()
 
 
 class MemberSerializer(serializers.Serializer):

@@ -3,13 +3,15 @@
 Spreadsheet programs run a cell that starts with = + - @ (or a tab or carriage return that
 they strip first) as a formula, so free text from users (comments, names, error reasons)
 could act in a researcher's spreadsheet. Every text cell that starts so gets a leading
-apostrophe; numbers are written as numbers, so a negative value stays a number.
+apostrophe; numbers (NumPy scalars too) are written as numbers, so a negative value stays
+a number.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -26,7 +28,7 @@ def csv_cell(value: Any) -> Any:
         return value
     if isinstance(value, Decimal):
         return format(value.normalize(), "f") if value.is_finite() else str(value)
-    if isinstance(value, int | float):
+    if isinstance(value, numbers.Real):  # int, float and NumPy scalars from pandas
         return value
     text = str(value)
     if text.startswith(FORMULA_TRIGGERS):

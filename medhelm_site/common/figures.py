@@ -2,7 +2,9 @@
 
 Matplotlib reads text between two `$` as math (mathtext): a `$` in a benchmark, judge or
 category name would otherwise raise while drawing, and a stored report could never render
-again. Every user-supplied string drawn into a figure goes through `figure_text`.
+again. Its PDF backend fails on a byte-order mark (U+FEFF, which names pasted from a file
+saved by a spreadsheet carry), and a legend silently drops a label that starts with "_".
+Every user-supplied string drawn into a figure goes through `figure_text`.
 """
 
 from __future__ import annotations
@@ -23,9 +25,16 @@ from matplotlib.figure import Figure
 _XML_HEAD = re.compile(r"^.*?(?=<svg)", re.S)
 
 
+_BYTE_ORDER_MARK = "\ufeff"
+_ZERO_WIDTH_SPACE = "\u200b"
+
+
 def figure_text(text: Any) -> str:
-    """`text` safe to draw: `$` escaped so matplotlib never reads it as math."""
-    return str(text).replace("$", r"\$")
+    """`text` safe to draw as written: `$` escaped so matplotlib never reads it as math; a
+    byte-order mark (which the PDF backend cannot draw) removed; a leading "_" (which a
+    legend takes for "no label") preceded by an invisible zero-width space."""
+    drawn = str(text).replace(_BYTE_ORDER_MARK, "").replace("$", r"\$")
+    return _ZERO_WIDTH_SPACE + drawn if drawn.startswith("_") else drawn
 
 
 def figure_svg(fig: Figure, *, rc: Mapping[str, Any] | None = None) -> str:
