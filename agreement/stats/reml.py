@@ -229,17 +229,15 @@ def _check_design(c: Codes) -> None:
 
 def _one_way_component(codes: np.ndarray, y: np.ndarray) -> float:
     """Moment (one-way ANOVA) estimate of the variance between the levels of one factor,
-    ignoring the other, floored at 0: (MSB - MSW) / n0 with n0 the unbalanced group size."""
+    ignoring the other, floored at 0: (MSB - MSW) / n0 with n0 the unbalanced group size.
+    ``codes`` are factorised, so every level 0..G-1 occurs."""
     counts = np.bincount(codes).astype(np.float64)
-    counts = counts[counts > 0]
     groups, n = counts.size, y.size
     if groups < 2 or n <= groups:
         return 0.0
-    means = np.bincount(codes, weights=y)[np.bincount(codes) > 0] / counts
+    means = np.bincount(codes, weights=y) / counts
     ssb = float(np.sum(counts * (means - y.mean()) ** 2))
-    full_means = np.zeros(codes.max() + 1)
-    full_means[np.bincount(codes) > 0] = means
-    ssw = float(np.sum((y - full_means[codes]) ** 2))
+    ssw = float(np.sum((y - means[codes]) ** 2))
     n0 = (n - np.sum(counts**2) / n) / (groups - 1)
     return max((ssb / (groups - 1) - ssw / (n - groups)) / n0, 0.0)
 
@@ -303,8 +301,8 @@ def reml_crossed_components(
 
     Memory O(N + s^2) and time per evaluation O(N + sum_i c_i^2 + s^3), where
     s = min(n_items, n_raters) and c_i is the number of raters of item i (or items of rater i
-    when there are more raters than items); about 50-100 evaluations per fit. Designs with
-    s > 3,000 (a dense s x s Cholesky per evaluation) are refused.
+    when there are more raters than items); a few hundred evaluations per fit (three starts).
+    Designs with s > 3,000 (a dense s x s Cholesky per evaluation) are refused.
     """
     c = codes_from_long(table, item, rater, value)
     _check_design(c)
