@@ -347,7 +347,7 @@ def _not_identifiable(c: Codes) -> VarianceComponents:
         n_raters=len(c.raters),
         converged=False,
         message=(
-            f"all {c.values.size} ratings equal {c.values[0]:g}: the variance components are "
-            "not identifiable (NaN)"
+            f"all {c.values.size} ratings equal {c.values[0] + 0.0:g}: the variance components "
+            "are not identifiable (NaN)"
         ),
     )
