@@ -20,7 +20,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
-from .common import as_generator
+from .common import as_generator, recorded_seed
 from .icc import icc
 from .icc_batch import icc_from_moments, icc_item_moments
 from .icc_forms import FORMS, canonical_form
@@ -161,10 +161,14 @@ def bootstrap_distribution(
     statistic: ItemStatistic,
     *,
     n_resamples: int = 1000,
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.integer | np.random.Generator | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
 ) -> np.ndarray:
     """Values of ``statistic`` on ``n_resamples`` item resamples (NaN where undefined).
+
+    A resample that drew one item n times has no between-item variation: an agreement
+    statistic is undefined there, so it is NaN whatever the statistic computes (and so not
+    counted in ``n_valid``).
 
     Resamples are evaluated in chunks of at most ``max_cells`` (resample, item) cells; the
     resamples do not depend on the chunk size (the values only up to BLAS rounding, ~1e-16).
@@ -177,7 +181,9 @@ def bootstrap_distribution(
     step = max(1, max_cells // max(n, 1))
     for start in range(0, n_resamples, step):
         stop = min(n_resamples, start + step)
-        out[start:stop] = statistic.from_weights(resample_weights(rng, n, stop - start))
+        weights = resample_weights(rng, n, stop - start)
+        values = statistic.from_weights(weights)
+        out[start:stop] = np.where(np.count_nonzero(weights, axis=1) >= 2, values, np.nan)
     return out
 
 
@@ -237,7 +243,7 @@ def bootstrap_ci(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     method: str = "bca",
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.integer | np.random.Generator | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
 ) -> BootstrapResult:
     """Bootstrap interval for ``statistic`` by resampling items with replacement.
@@ -253,7 +259,7 @@ def bootstrap_ci(
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if statistic.n_items < 2:
         raise ValueError("need at least 2 items to bootstrap")
-    recorded_seed = seed if isinstance(seed, int) else None
+    seed_record = recorded_seed(seed)
     estimate = statistic.estimate()
     dist = bootstrap_distribution(
         statistic, n_resamples=n_resamples, seed=seed, max_cells=max_cells
@@ -279,7 +285,7 @@ def bootstrap_ci(
         standard_error=float(valid.std(ddof=1)) if valid.size > 1 else float("nan"),
         bias_correction=z0,
         acceleration=acc,
-        seed=recorded_seed,
+        seed=seed_record,
         distribution=dist,
     )
 
@@ -291,7 +297,7 @@ def bootstrap_difference(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     method: str = "bca",
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.integer | np.random.Generator | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
 ) -> BootstrapResult:
     """Interval for ``first - second`` where both are recomputed on the *same* item resamples
@@ -314,7 +320,7 @@ def icc_bootstrap(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     method: str = "bca",
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.integer | np.random.Generator | None = None,
 ) -> BootstrapResult:
     """Item-bootstrap interval for one ICC form of a complete matrix (vectorised)."""
     return bootstrap_ci(

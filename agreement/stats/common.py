@@ -39,6 +39,18 @@ def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def recorded_seed(seed: int | np.integer | np.random.Generator | None) -> int | None:
+    """The seed as a plain int for a report (NumPy integers included); None for a Generator
+    or no seed, whose stream cannot be written down."""
+    if isinstance(seed, bool):
+        raise TypeError("seed must be an integer, a numpy Generator or None, not a bool")
+    if isinstance(seed, int | np.integer):
+        return int(seed)
+    if seed is None or isinstance(seed, np.random.Generator):
+        return None
+    raise TypeError(f"seed must be an integer, a numpy Generator or None, got {type(seed)}")
+
+
 def _plain(x: object) -> object:
     """numpy scalars (also inside tuples) as Python scalars, for readable messages."""
     if isinstance(x, tuple):

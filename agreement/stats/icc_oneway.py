@@ -87,7 +87,10 @@ def icc_oneway_unbalanced(
     complete matrix.
     """
     m = _one_way_anova(codes_from_long(table, item, rater, value))
-    msb, msw, k0, df1, df2 = m.ms_between, m.ms_within, m.k0, m.df1, m.df2
+    # numpy scalars: a zero MSW (every item's ratings agree) gives F = inf and ICC = 1, as
+    # :func:`.icc.icc` does, instead of Python's ZeroDivisionError; all ratings equal: NaN.
+    msb, msw = np.float64(m.ms_between), np.float64(m.ms_within)
+    k0, df1, df2 = m.k0, m.df1, m.df2
     a = 1.0 - confidence
     with np.errstate(divide="ignore", invalid="ignore"):
         f = msb / msw
@@ -103,8 +106,8 @@ def icc_oneway_unbalanced(
         k0=float(k0),
         n_items=m.n_items,
         n_ratings=m.n_ratings,
-        ms_between=msb,
-        ms_within=msw,
+        ms_between=float(msb),
+        ms_within=float(msw),
         f=float(f),
         df1=float(df1),
         df2=float(df2),
