@@ -42,10 +42,10 @@ def run_after_import_steps(*, job_id: int, inline: bool) -> None:
 
 
 def _registered(name: str) -> Task | None:
-    """The task called `name`, after importing every app's tasks module as a worker does at
-    its start (a web process imports them only on demand)."""
+    """The task called `name`, after importing every installed app's tasks module as a worker
+    does at its start (a web process imports them only on demand)."""
     if name not in current_app.tasks:
-        current_app.loader.import_default_modules()
+        current_app.autodiscover_tasks(force=True)
     return current_app.tasks.get(name)
 
 

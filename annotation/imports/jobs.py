@@ -3,7 +3,8 @@
 An import is all-or-nothing: every row is checked first and every problem is recorded on the
 job; items are saved only when there is none, in one transaction. processed_rows counts
 checked rows and is committed every PROGRESS_EVERY rows; the save itself shows no progress
-until it ends (import_progress calls that phase "saving").
+until it ends (import_progress calls that phase "saving"). After a succeeded save the steps
+after an import run (after_import.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 from django.urls import reverse
 
 from annotation import imports
-from annotation.imports import jobs, pack_helm_run
+from annotation.imports import after_import, pack_helm_run
 from annotation.models import ImportJob, Item
 from jury.models import JudgeScore
 from tests.annotation.imports.factories import HELM_RUN, start
@@ -107,10 +107,10 @@ def test_a_step_that_cannot_be_sent_marks_the_job_failed(study, coordinator, mon
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr(jobs.current_app, "send_task", broker_down)
+    monkeypatch.setattr(after_import.current_app, "send_task", broker_down)
     job = start(study, coordinator, pack_helm_run(HELM_RUN), file_format="helm", name=HELM_NAME)
     assert job.status == ImportJob.Status.SUCCEEDED  # the item import itself, inline
-    jobs.run_after_import_steps(job_id=job.pk, inline=False)
+    after_import.run_after_import_steps(job_id=job.pk, inline=False)
     job.refresh_from_db()
 
     assert job.status == ImportJob.Status.FAILED
@@ -128,15 +128,17 @@ def test_a_sent_step_that_fails_in_celery_marks_the_job_failed(
     settings.MEDHELM_AFTER_IMPORT_TASKS = [FAILING_STEP]
     sent = []
     monkeypatch.setattr(
-        jobs.current_app, "send_task", lambda name, **options: sent.append((name, options))
+        after_import.current_app, "send_task", lambda name, **options: sent.append((name, options))
     )
     job = start(study, coordinator, pack_helm_run(HELM_RUN), file_format="helm", name=HELM_NAME)
-    jobs.run_after_import_steps(job_id=job.pk, inline=False)
+    after_import.run_after_import_steps(job_id=job.pk, inline=False)
     [(name, options)] = sent
     job.refresh_from_db()
     assert (name, job.status) == (FAILING_STEP, ImportJob.Status.SUCCEEDED)
 
-    jobs.current_app.tasks[name].apply(args=options["args"], link_error=options["link_error"])
+    after_import.current_app.tasks[name].apply(
+        args=options["args"], link_error=options["link_error"]
+    )
     job.refresh_from_db()
 
     assert job.status == ImportJob.Status.FAILED
