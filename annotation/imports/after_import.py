@@ -30,7 +30,12 @@ MAX_REASON = 1000
 def run_after_import_steps(*, job_id: int, inline: bool) -> None:
     """Run (inline) or send (queued import, from its worker) every step after job `job_id`."""
     for name in settings.MEDHELM_AFTER_IMPORT_TASKS:
-        task = _registered(name)
+        try:
+            task = _registered(name)
+        except Exception as exc:  # an app's tasks module that does not import
+            logger.exception("could not look up after-import step %s", name)
+            record_step_failure(job_id=job_id, step=name, reason=failure_reason(exc))
+            continue
         if task is None:
             # A worker drops a message for a task it does not know without calling errbacks:
             # an unknown name is caught here, in a process that knows every app's tasks.

@@ -145,3 +145,24 @@ def test_a_sent_step_that_fails_in_celery_marks_the_job_failed(
     [error] = imports.import_progress(job)["step_errors"]
     assert error["where"] == f"after import: {FAILING_STEP}"
     assert "the step broke" in error["reason"]
+
+
+def test_a_tasks_module_that_does_not_import_marks_the_job_failed(
+    study, coordinator, monkeypatch, settings
+):
+    def broken(*args, **kwargs):
+        raise ImportError("cannot import name 'x' from 'someapp.tasks'")
+
+    monkeypatch.setattr(after_import.current_app, "autodiscover_tasks", broken)
+    settings.MEDHELM_AFTER_IMPORT_TASKS = ["someapp.step"]
+    job = start(study, coordinator, pack_helm_run(HELM_RUN), file_format="helm", name=HELM_NAME)
+
+    after_import.run_after_import_steps(job_id=job.pk, inline=True)
+    job.refresh_from_db()
+
+    assert job.status == ImportJob.Status.FAILED
+    [error] = imports.import_progress(job)["step_errors"]
+    assert error == {
+        "where": "after import: someapp.step",
+        "reason": "ImportError: cannot import name 'x' from 'someapp.tasks'",
+    }
