@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 from celery import shared_task
 from django.db import DatabaseError, InterfaceError, OperationalError
@@ -49,7 +50,9 @@ def run_import(self, job_id: int) -> dict[str, object]:
 
 
 @shared_task(name=AFTER_IMPORT_FAILED_TASK)
-def after_import_failed(request, exc, traceback, job_id: int, step: str) -> None:
+def after_import_failed(
+    request: Any, exc: BaseException, traceback: Any, job_id: int, step: str
+) -> None:
     """Errback of a step after an import (annotation.imports.after_import): the step failed in
     the worker, so the job is marked failed with the reason. Celery calls it with the failed
     task's request, exception and traceback before the arguments it was sent with."""

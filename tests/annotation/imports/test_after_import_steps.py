@@ -166,3 +166,19 @@ def test_a_tasks_module_that_does_not_import_marks_the_job_failed(
         "where": "after import: someapp.step",
         "reason": "ImportError: cannot import name 'x' from 'someapp.tasks'",
     }
+
+
+def test_a_helm_upload_gone_before_its_verdicts_marks_the_job_failed(
+    study, coordinator, media_root
+):
+    job = start(study, coordinator, pack_helm_run(HELM_RUN), file_format="helm", name=HELM_NAME)
+    (media_root / job.source_path).unlink()
+
+    after_import.run_after_import_steps(job_id=job.pk, inline=True)
+    job.refresh_from_db()
+
+    assert job.status == ImportJob.Status.FAILED
+    [error] = imports.import_progress(job)["step_errors"]
+    assert error["where"] == f"after import: {VERDICTS}"
+    assert error["reason"] == f"the uploaded file is missing from storage ({job.source_path})"
+    assert judge_scores(study) == 0
