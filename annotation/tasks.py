@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 from celery import shared_task
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from annotation.imports import run_import_job
+from annotation.imports.after_import import (
+    AFTER_IMPORT_FAILED_TASK,
+    failure_reason,
+    record_step_failure,
+)
 from annotation.imports.jobs import RUN_IMPORT_TASK
 from annotation.models import ImportJob, RatingStudy
 
@@ -41,3 +47,13 @@ def run_import(self, job_id: int) -> dict[str, object]:
             raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
         raise
     return {"job": job.pk, "status": job.status}
+
+
+@shared_task(name=AFTER_IMPORT_FAILED_TASK)
+def after_import_failed(
+    request: Any, exc: BaseException, traceback: Any, job_id: int, step: str
+) -> None:
+    """Errback of a step after an import (annotation.imports.after_import): the step failed in
+    the worker, so the job is marked failed with the reason. Celery calls it with the failed
+    task's request, exception and traceback before the arguments it was sent with."""
+    record_step_failure(job_id=job_id, step=step, reason=failure_reason(exc))

@@ -9,10 +9,11 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from annotation.imports.after_import import items_imported, record_step_failure
 from annotation.models import ImportJob, RatingStudy
 from jury import task_names
 from jury.execution import execute_call, execute_calls
-from jury.helm_verdicts import import_helm_verdicts
+from jury.helm_verdicts import HelmVerdictReport, import_helm_verdicts
 from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
 from jury.providers.local_models import LocalModelMissing
@@ -39,21 +40,24 @@ def execute_judge_calls(call_ids: list[int]) -> dict[str, int]:
 def import_helm_verdicts_for_job(self, job_id: int) -> dict[str, object]:
     """After a HELM item import: import the run's jury verdicts (jury.helm_verdicts).
 
-    Does nothing unless the ImportJob is a "helm" import that succeeded. Safe to deliver
-    twice or retry: an identical re-import changes nothing, and the import is one
+    Does nothing unless the ImportJob is a "helm" import whose items were imported. Safe to
+    deliver twice or retry: an identical re-import changes nothing, and the import is one
     transaction. Reads the stored upload as the item import did (its bytes, named by the
     uploaded file), so that the external ids match. A lost database connection is retried.
+    Verdicts that cannot be imported (a missing upload, errors, conflicts) mark the import
+    job failed with the reason, where the coordinator sees it.
     """
     try:
         job = ImportJob.objects.select_related("study", "created_by").filter(pk=job_id).first()
         if job is None:
             return {"job": job_id, "status": "missing"}
-        if job.file_format != "helm" or job.status != ImportJob.Status.SUCCEEDED:
+        if job.file_format != "helm" or not items_imported(job):
             return {"job": job_id, "status": "skipped"}
         try:
             data = (Path(settings.MEDIA_ROOT) / job.source_path).read_bytes()
         except FileNotFoundError:
-            logger.warning("HELM verdicts of import %s: upload %s is gone", job_id, job.source_path)
+            reason = f"the uploaded file is missing from storage ({job.source_path})"
+            record_step_failure(job_id=job_id, step=self.name, reason=reason)
             return {"job": job_id, "status": "missing file"}
         report = import_helm_verdicts(
             study=job.study,
@@ -64,12 +68,15 @@ def import_helm_verdicts_for_job(self, job_id: int) -> dict[str, object]:
     except (OperationalError, InterfaceError) as exc:
         raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
     if not report.ok:
-        logger.warning(
-            "HELM verdicts of import %s not imported: %s",
-            job_id,
-            "; ".join(str(e) for e in [*report.errors, *report.conflicts][:20]),
-        )
+        record_step_failure(job_id=job_id, step=self.name, reason=_not_imported(report))
     return {"job": job_id, "status": "imported" if report.ok else "failed", **report.as_dict()}
+
+
+def _not_imported(report: HelmVerdictReport, shown: int = 5) -> str:
+    problems = [*report.errors, *report.conflicts]
+    listed = "; ".join(f"{p.where}: {p.reason}" for p in problems[:shown])
+    more = f"; and {len(problems) - shown} more" if len(problems) > shown else ""
+    return f"the run's jury verdicts were not imported (nothing of them was saved): {listed}{more}"
 
 
 @shared_task(name=task_names.COMPUTE_METRICS, bind=True, acks_late=True, max_retries=3)

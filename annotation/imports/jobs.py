@@ -3,7 +3,8 @@
 An import is all-or-nothing: every row is checked first and every problem is recorded on the
 job; items are saved only when there is none, in one transaction. processed_rows counts
 checked rows and is committed every PROGRESS_EVERY rows; the save itself shows no progress
-until it ends (import_progress calls that phase "saving").
+until it ends (import_progress calls that phase "saving"). After a succeeded save the steps
+after an import run (after_import.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from django.utils import timezone
 
 from annotation import audit
 from annotation.errors import AnnotationError
+from annotation.imports.after_import import run_after_import_steps
 from annotation.imports.formats import FORMATS, parse
 from annotation.imports.helm import ZIP_MAGIC
 from annotation.imports.progress import FINISHED, stored_messages
@@ -287,7 +289,9 @@ def _save_items(
         job.errors = stored_messages([], parsed.warnings)
         job.finished_at = timezone.now()
         job.save()
-        transaction.on_commit(functools.partial(_after_import, job.pk, inline=inline))
+        transaction.on_commit(
+            functools.partial(run_after_import_steps, job_id=job.pk, inline=inline)
+        )
     return job, True
 
 
@@ -340,23 +344,3 @@ def _finish_failed(
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "errors", "created_items", "unchanged_items", "finished_at"])
     return job
-
-
-def _after_import(job_id: int, *, inline: bool) -> None:
-    """Run the follow-up tasks of a succeeded import (settings.MEDHELM_AFTER_IMPORT_TASKS) by
-    name, so that annotation never imports the apps that provide them (e.g. the jury's HELM
-    verdict import): in this process for an inline import, else queued. A failure is logged;
-    the import itself has succeeded."""
-    for name in settings.MEDHELM_AFTER_IMPORT_TASKS:
-        try:
-            signature = current_app.signature(name, args=[job_id])
-            if inline:
-                result = signature.apply()
-                if result.failed():
-                    logger.error(
-                        "after-import task %s of job %s failed: %r", name, job_id, result.result
-                    )
-            else:
-                signature.apply_async()
-        except Exception:
-            logger.exception("could not run after-import task %s of job %s", name, job_id)

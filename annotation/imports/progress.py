@@ -3,6 +3,8 @@
 Warnings (empty outputs, skipped HELM request states) are kept in job.errors as entries with
 "level": "warning", since ImportJob has no field of its own for them; import_progress
 separates them. Entries beyond MAX_STORED_ERRORS are counted in one last entry with "more".
+An entry with a "step" is the failure of a step after a succeeded import (after_import.py):
+the job is failed, but its items were imported.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ def _phase_and_percent(job: ImportJob) -> tuple[str, int]:
 
 
 def import_progress(job: ImportJob) -> dict[str, Any]:
-    """What a page or API polls: status, phase, counts, percent, the first 50 errors."""
+    """What a page or API polls: status, phase, counts, percent, the first 50 errors, and
+    among them the failed steps after the import (step_errors: its items were imported)."""
     entries = job.errors or []
     errors = [e for e in entries if e.get("level") != "warning"]
     warnings = [e for e in entries if e.get("level") == "warning"]
@@ -64,6 +67,7 @@ def import_progress(job: ImportJob) -> dict[str, Any]:
         "unchanged": job.unchanged_items,
         "errors": [_listed(e) for e in errors if "more" not in e][:50],
         "error_count": sum(e.get("more", 1) for e in errors),
+        "step_errors": [_listed(e) for e in errors if "step" in e],
         "warnings": [_listed(w) for w in warnings if "more" not in w][:50],
         "warning_count": sum(w.get("more", 1) for w in warnings),
         "finished": job.status in FINISHED,

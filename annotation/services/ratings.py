@@ -204,8 +204,11 @@ def submit_assignment(
 ) -> Assignment:
     """Submit (or revise) all criteria of one assignment at once.
 
-    Idempotent: submitting the same answers again changes nothing and writes no audit row.
-    Every changed value of an already submitted rating writes an audit row (old, new, who).
+    Idempotent: a repeat of a submit (the same answers to an assignment already submitted,
+    e.g. a retried request, a double click, a second tab) is a retry: it changes nothing, not
+    the time on item (the first submit counted it), the audit trail or any timestamp, and
+    returns the assignment as stored. Every changed value of an already submitted rating
+    writes an audit row (old, new, who).
     """
     assignment = _lock_assignment(assignment_id, clinician)
     study = assignment.study
@@ -214,6 +217,8 @@ def submit_assignment(
     now = timezone.now()
     was_submitted = assignment.status == Assignment.Status.SUBMITTED
     changes = _write_answers(assignment, criteria, answers, submitting=True, now=now)
+    if was_submitted and not changes:
+        return assignment  # a retry: the row is locked and current, so this is what it holds
     AuditEvent.objects.bulk_create(
         AuditEvent(
             actor=clinician,
@@ -227,13 +232,10 @@ def submit_assignment(
         for rating, before, after in changes
         if before is None or was_submitted
     )
-    if was_submitted and not changes and not seconds:
-        return assignment  # a retried or double submit: nothing to do
     assignment.status = Assignment.Status.SUBMITTED
     assignment.started_at = assignment.started_at or now
     assignment.first_submitted_at = assignment.first_submitted_at or now
-    if changes or not was_submitted:
-        assignment.submitted_at = now
+    assignment.submitted_at = now
     assignment.time_spent_seconds += seconds
     assignment.save(
         update_fields=[
