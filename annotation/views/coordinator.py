@@ -8,7 +8,13 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -231,7 +237,11 @@ def lock(request: HttpRequest, study_id: int) -> HttpResponse:
     study, _ = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
     )
-    locked = request.POST.get("locked") == "1"
+    choice = request.POST.get("locked")
+    if choice not in ("0", "1"):
+        # A missing or garbled value must not unlock a study (it used to read as "0").
+        return HttpResponseBadRequest('"locked" must be 1 (lock) or 0 (unlock); nothing changed.')
+    locked = choice == "1"
     services.set_study_lock(study=study, locked=locked, actor=request.user)
     messages.success(request, "Study locked: ratings are frozen." if locked else "Study unlocked.")
     return redirect("annotation:study", study_id=study.pk)

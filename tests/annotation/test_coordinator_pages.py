@@ -218,3 +218,16 @@ def test_a_design_that_cannot_be_built_is_shown_as_a_message(client):
     response = client.post(f"/studies/{setup.study.pk}/assign/", follow=True)
     assert response.status_code == 200
     assert "k=3 ratings per item needs at least 3 raters" in response.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("body", [{}, {"locked": ""}, {"locked": "yes"}])
+def test_a_lock_post_without_a_clear_value_is_refused_and_changes_nothing(client, body):
+    setup = make_study_with_members()
+    services.set_study_lock(study=setup.study, locked=True, actor=setup.coordinator)
+    client.force_login(setup.coordinator)
+    response = client.post(f"/studies/{setup.study.pk}/lock/", body)
+    assert response.status_code == 400
+    assert "locked" in response.content.decode()
+    setup.study.refresh_from_db()
+    assert setup.study.is_locked
