@@ -138,7 +138,7 @@ def _hostile_delphi_study() -> tuple[DelphiStudy, object]:
         "categories": [
             {
                 "name": HOSTILE["dollar"],
-                "subcategories": [HOSTILE["math"], HOSTILE["bad_math"], HOSTILE["long"]],
+                "subcategories": [HOSTILE["math"], HOSTILE["bad_math"], HOSTILE["long"][:300]],
             },
             {
                 "name": HOSTILE["non_latin"],
