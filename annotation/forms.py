@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib.auth import get_user_model
 
-from annotation.models import RatingStudy
+from annotation.models import RatingStudy, RubricCriterion
 from delphi.models import TaxonomyVersion
+from medhelm_site.common.text_limits import column_max_length
 
 
 class StudyForm(forms.ModelForm):
@@ -37,8 +39,8 @@ def anchors_to_text(anchors: dict[str, str]) -> str:
 
 
 class CriterionForm(forms.Form):
-    key = forms.SlugField(max_length=50)
-    label = forms.CharField(max_length=100)
+    key = forms.SlugField(max_length=column_max_length(RubricCriterion, "key"))
+    label = forms.CharField(max_length=column_max_length(RubricCriterion, "label"))
     definition = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     scale_min = forms.IntegerField(initial=1)
     scale_max = forms.IntegerField(initial=5)
@@ -84,7 +86,12 @@ class ImportForm(forms.Form):
 
 class MemberForm(forms.Form):
     username = forms.CharField(
-        max_length=150, help_text="Username or e-mail of an existing account."
+        # An e-mail may be longer than a username.
+        max_length=max(
+            column_max_length(get_user_model(), "username"),
+            column_max_length(get_user_model(), "email"),
+        ),
+        help_text="Username or e-mail of an existing account.",
     )
     role = forms.ChoiceField(
         choices=[

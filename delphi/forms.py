@@ -11,9 +11,10 @@ from django import forms
 from django.http import QueryDict
 
 from delphi import consensus, protocol
-from delphi.models import DelphiStudy, RoundItem, Suggestion, TaxonomyVersion
-from delphi.services import TaxonomyFormatError, parse_taxonomy_file
+from delphi.models import DelphiStudy, Panelist, RoundItem, Suggestion, TaxonomyVersion
+from delphi.services import TaxonomyFormatError, checked_taxonomy_tree, parse_taxonomy_file
 from medhelm_site.common.errors import DomainError
+from medhelm_site.common.text_limits import column_max_length
 
 
 def sentence(message: str) -> str:
@@ -47,7 +48,7 @@ class TaxonomySourceForm(forms.Form):
         "CSV: columns category, subcategory, task, description.",
     )
     taxonomy_name = forms.CharField(
-        max_length=200,
+        max_length=column_max_length(TaxonomyVersion, "name"),
         required=False,
         label="Name of the imported version",
         help_text="Optional; defaults to the file's own name (CSV: the file name).",
@@ -64,10 +65,12 @@ class TaxonomySourceForm(forms.Form):
                 self.add_error("taxonomy_file", "Choose a file to upload.")
                 return data
             try:
-                tree = parse_taxonomy_file(
-                    filename=upload.name,
-                    content=upload.read(),
-                    name=(data.get("taxonomy_name") or "").strip(),
+                tree = checked_taxonomy_tree(
+                    parse_taxonomy_file(
+                        filename=upload.name,
+                        content=upload.read(),
+                        name=(data.get("taxonomy_name") or "").strip(),
+                    )
                 )
             except TaxonomyFormatError as exc:
                 self.add_error("taxonomy_file", str(exc))
@@ -77,7 +80,7 @@ class TaxonomySourceForm(forms.Form):
 
 
 class NewStudyForm(TaxonomySourceForm):
-    title = forms.CharField(max_length=300)
+    title = forms.CharField(max_length=column_max_length(DelphiStudy, "title"))
     aims = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
     field_order = ["title", "aims"]
 
@@ -112,7 +115,7 @@ def _preset_thresholds(name: str) -> tuple[str, ...]:
 
 
 class ProtocolForm(forms.Form):
-    title = forms.CharField(max_length=300)
+    title = forms.CharField(max_length=column_max_length(DelphiStudy, "title"))
     aims = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
 
     rate_kinds = forms.MultipleChoiceField(
@@ -210,6 +213,9 @@ class ProtocolForm(forms.Form):
             raise forms.ValidationError(
                 f"not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
+        except RecursionError:
+            # The decoder recurses once per nested array or object.
+            raise forms.ValidationError("nested too deeply to be a consensus rule") from None
 
     def consensus_rule(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -273,13 +279,13 @@ class ProtocolForm(forms.Form):
 
 
 class InviteForm(forms.Form):
-    email = forms.EmailField()
+    email = forms.EmailField(max_length=column_max_length(Panelist, "email"))
     stakeholder_group = forms.CharField(
-        max_length=100,
+        max_length=column_max_length(Panelist, "stakeholder_group"),
         required=False,
         help_text="Statistics per group are shown once a group has 5 raters.",
     )
-    specialty = forms.CharField(max_length=100, required=False)
+    specialty = forms.CharField(max_length=column_max_length(Panelist, "specialty"), required=False)
 
 
 class ReasonForm(forms.Form):
@@ -303,7 +309,11 @@ class TriageForm(forms.Form):
 
 
 class ReleaseForm(forms.Form):
-    name = forms.CharField(max_length=200, required=False, label="Name of the released version")
+    name = forms.CharField(
+        max_length=column_max_length(TaxonomyVersion, "name"),
+        required=False,
+        label="Name of the released version",
+    )
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
 
 

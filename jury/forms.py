@@ -8,6 +8,7 @@ from django import forms
 
 from annotation.models import RatingStudy
 from jury.models import Judge, PromptTemplate
+from medhelm_site.common.text_limits import column_max_length, json_text_problem
 
 
 class StartRunForm(forms.Form):
@@ -49,7 +50,7 @@ class StartRunForm(forms.Form):
 class PromptForm(forms.Form):
     """A new version of a prompt template."""
 
-    name = forms.SlugField(max_length=100)
+    name = forms.SlugField(max_length=column_max_length(PromptTemplate, "name"))
     system_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
     body = forms.CharField(widget=forms.Textarea(attrs={"rows": 22, "class": "mono"}))
 
@@ -90,3 +91,12 @@ class JudgeAdminForm(forms.ModelForm):
             "endpoint": "Base URL; empty for the provider's default. Its host must be allowed "
             "by the JURY_ALLOWED_HOSTS setting (https; http only on loopback).",
         }
+
+    def clean_params(self) -> Any:
+        # Form text fields refuse a NUL character; JSON can still carry one ("\u0000"),
+        # which a jsonb column refuses.
+        params = self.cleaned_data["params"]
+        problem = json_text_problem(params, where="params")
+        if problem is not None:
+            raise forms.ValidationError(problem)
+        return params

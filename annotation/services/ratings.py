@@ -17,6 +17,7 @@ from django.utils import timezone
 from annotation import audit
 from annotation.errors import AnnotationError, AnswersError
 from annotation.models import Assignment, AuditEvent, Rating, RatingStudy, RubricCriterion
+from medhelm_site.common.text_limits import checked_column_text, column_max_length, text_problem
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ def _check_answers(
         criterion = criteria.get(key)
         if criterion is None:
             errors[key] = f"unknown criterion {key!r}; this study has {sorted(criteria)}"
+            continue
+        problem = text_problem(answer.comment, max_length=column_max_length(Rating, "comment"))
+        if problem is not None:
+            errors[key] = f"the comment {problem}"
             continue
         if answer.cannot_assess:
             if not criterion.allow_cannot_assess:
@@ -258,6 +263,9 @@ def flag_assignment(
     *, assignment_id: int, clinician: AbstractBaseUser, flagged: bool, reason: str = ""
 ) -> Assignment:
     """A clinician flags (or unflags) an item for the coordinator, with a reason."""
+    checked_column_text(
+        reason, model=Assignment, column="flag_reason", error=AnnotationError, field="reason"
+    )
     assignment = _lock_assignment(assignment_id, clinician)
     if flagged and not reason.strip():
         raise AnnotationError("say why you flag this item", field="reason")

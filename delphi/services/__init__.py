@@ -45,6 +45,7 @@ from delphi.services.setup import (
 from delphi.services.taxonomy import (
     MEDHELM_TAXONOMY_FIXTURE,
     TaxonomyFormatError,
+    checked_taxonomy_tree,
     create_taxonomy_version,
     ensure_medhelm_taxonomy,
     parse_taxonomy_file,
@@ -60,6 +61,7 @@ __all__ = [
     "add_coordinator",
     "add_suggestion",
     "analyse_round",
+    "checked_taxonomy_tree",
     "close_round",
     "create_account_and_accept",
     "create_delphi_study",

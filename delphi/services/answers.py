@@ -20,8 +20,10 @@ from delphi.models import (
     RoundItem,
     RoundItemStatistics,
     Suggestion,
+    TaxonomyNode,
 )
 from delphi.selectors import placement_categories
+from medhelm_site.common.text_limits import check_json_text, checked_text, column_max_length
 
 ANSWER_KEYS = {"rating", "unable", "placement_agrees", "placement_choice", "comment", "reason"}
 
@@ -89,6 +91,8 @@ def parse_answer(raw: Any, *, where: str) -> Answer:
     reason = raw.get("reason") or ""
     if not isinstance(comment, str) or not isinstance(reason, str):
         raise DelphiError(f"{where}: comment and reason must be text", field="answers")
+    for name, text in (("comment", comment), ("reason", reason)):
+        checked_text(text, field="answers", error=DelphiError, where=f"{where}.{name}")
     if len(comment) > 5000 or len(reason) > 5000:
         raise DelphiError(
             f"{where}: comment and reason are limited to 5,000 characters", field="answers"
@@ -174,6 +178,18 @@ def save_answers(
         entry.started_at = timezone.now()
     entry.save(update_fields=["comprehensiveness", "status", "started_at"])
     return entry
+
+
+def _check_suggestion_text(*, text: Any, details: dict[str, Any]) -> None:
+    """What the database cannot store of a suggestion, refused before anything is read or
+    written: a NUL anywhere (its details are jsonb), or a name longer than the item (and
+    then taxonomy node) it would become if accepted."""
+    checked_text(text, field="text", error=DelphiError)
+    check_json_text(details, field="details", error=DelphiError)
+    name = details.get("name")
+    if isinstance(name, str):
+        longest = min(column_max_length(RoundItem, "name"), column_max_length(TaxonomyNode, "name"))
+        checked_text(name.strip(), field="name", error=DelphiError, max_length=longest)
 
 
 def _comprehensiveness(value: Any) -> int:
@@ -304,6 +320,7 @@ def add_suggestion(
     details: dict[str, Any] | None = None,
 ) -> Suggestion:
     """A suggestion to change the taxonomy (round 1): add, rename, move, merge or delete."""
+    _check_suggestion_text(text=text, details=details or {})
     _open_panelist_round(panelist=panelist, round_=round_)
     if not round_.collects_suggestions:
         raise DelphiError(f"round {round_.number} does not collect suggestions")

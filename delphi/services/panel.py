@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from delphi.audit import record
 from delphi.errors import DelphiError
-from delphi.models import DelphiStudy, Panelist, PanelistRound, Round
+from delphi.models import DelphiAuditEvent, DelphiStudy, Panelist, PanelistRound, Round
+from medhelm_site.common.text_limits import checked_column_text, checked_text
 
 
 def _token_hash(token: str) -> str:
@@ -55,7 +58,11 @@ def invite_panelist(
     """Invite someone by e-mail; returns the panelist and the one-time token (not stored)."""
     if study.status in (DelphiStudy.Status.FINISHED, DelphiStudy.Status.RELEASED):
         raise DelphiError("the study has finished; no more panelists can join")
-    email = email.strip().lower()
+    email = _column_text(email.strip().lower(), model=Panelist, column="email")
+    stakeholder_group = _column_text(
+        stakeholder_group.strip(), model=Panelist, column="stakeholder_group"
+    )
+    specialty = _column_text(specialty.strip(), model=Panelist, column="specialty")
     if "@" not in email:
         raise DelphiError(f"{email!r} is not an e-mail address", field="email")
     if study.panelists.filter(email=email).exists():
@@ -67,8 +74,8 @@ def invite_panelist(
                 study=study,
                 pseudonym=_next_pseudonym(study),
                 email=email,
-                stakeholder_group=stakeholder_group.strip(),
-                specialty=specialty.strip(),
+                stakeholder_group=stakeholder_group,
+                specialty=specialty,
                 invite_token_hash=_token_hash(token),
                 invited_at=timezone.now(),
             )
@@ -147,25 +154,42 @@ def accept_invitation(*, token: str, user: AbstractBaseUser) -> Panelist:
     return panelist
 
 
+def _column_text(value: str, *, model: Any, column: str) -> str:
+    return checked_column_text(value, model=model, column=column, error=DelphiError)
+
+
+def _checked_username(User: Any, username: str) -> str:
+    """A new account's username as the user model stores it: normalised, not empty, within
+    its column, and passing the field's own validators (letters, digits and @.+-_)."""
+    field = User._meta.get_field(User.USERNAME_FIELD)
+    username = User.normalize_username(username.strip())
+    if not username:
+        raise DelphiError("username: must not be empty", field="username")
+    # Before any query: PostgreSQL refuses a NUL even as a parameter.
+    checked_text(username, field="username", error=DelphiError, max_length=field.max_length)
+    try:
+        field.run_validators(username)
+    except ValidationError as exc:
+        raise DelphiError("username: " + " ".join(exc.messages), field="username") from None
+    return username
+
+
 @transaction.atomic
 def create_account_and_accept(*, token: str, username: str, password: str) -> Panelist:
     """A new account for an invited panelist who has none, then `accept_invitation`."""
     from django.contrib.auth.password_validation import validate_password
-    from django.core.exceptions import ValidationError
 
     if panelist_for_token(token) is None:
         raise DelphiError(
             "this invitation link is not valid: it was used already, renewed, or withdrawn"
         )
-    username = username.strip()
-    if not username:
-        raise DelphiError("username: must not be empty", field="username")
     User = get_user_model()
-    if User.objects.filter(username=username).exists():
+    username = _checked_username(User, username)
+    if User.objects.filter(**{User.USERNAME_FIELD: username}).exists():
         raise DelphiError(
             f"username: {username!r} is taken; choose another or log in first", field="username"
         )
-    user = User(username=username)
+    user = User(**{User.USERNAME_FIELD: username})
     try:
         validate_password(password, user)
     except ValidationError as exc:
@@ -179,6 +203,7 @@ def create_account_and_accept(*, token: str, username: str, password: str) -> Pa
 def withdraw_panelist(*, panelist: Panelist, actor: AbstractBaseUser, reason: str = "") -> Panelist:
     """Withdraw a panelist (at their request or the coordinator's); answers already submitted
     stay in the rounds they were given in, the open round marks them withdrawn."""
+    reason = _column_text(reason, model=DelphiAuditEvent, column="reason")
     panelist = Panelist.objects.select_for_update().get(pk=panelist.pk)
     if panelist.withdrawn_at is not None:
         return panelist

@@ -15,6 +15,7 @@ from delphi import consensus, suggestions
 from delphi.audit import record
 from delphi.errors import DelphiError
 from delphi.models import (
+    DelphiAuditEvent,
     DelphiStudy,
     Round,
     RoundItem,
@@ -24,6 +25,7 @@ from delphi.models import (
     TaxonomyVersion,
 )
 from delphi.services.round_state import locked_protocol
+from medhelm_site.common.text_limits import checked_column_text, checked_text, column_max_length
 
 DEPTH = {"category": 0, "subcategory": 1, "task": 2}
 
@@ -32,6 +34,9 @@ DEPTH = {"category": 0, "subcategory": 1, "task": 2}
 def finish_study(*, study: DelphiStudy, actor: AbstractBaseUser, reason: str = "") -> DelphiStudy:
     """End the rounds. When the locked stopping rule is not met, a reason is required and
     reported (ending early is a deviation from the protocol)."""
+    checked_column_text(
+        reason, model=DelphiStudy, column="finished_reason", error=DelphiError, field="reason"
+    )
     study = DelphiStudy.objects.select_for_update().get(pk=study.pk)
     if study.status != DelphiStudy.Status.RUNNING:
         raise DelphiError(f"cannot finish a study that is {study.get_status_display().lower()}")
@@ -156,6 +161,12 @@ def release_taxonomy(
     name = name.strip()
     if not name:
         raise DelphiError("name: give the released taxonomy version a name", field="name")
+    # The name is the version's and the audit row's target.
+    longest = min(
+        column_max_length(TaxonomyVersion, "name"), column_max_length(DelphiAuditEvent, "target")
+    )
+    checked_text(name, field="name", error=DelphiError, max_length=longest)
+    checked_text(description, field="description", error=DelphiError)
     if TaxonomyVersion.objects.filter(name=name).exists():
         raise DelphiError(f"name: a taxonomy version named {name!r} exists already", field="name")
     latest = latest_outcomes(study=study)

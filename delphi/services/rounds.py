@@ -18,6 +18,7 @@ from delphi.errors import DelphiError
 from delphi.models import DelphiStudy, Panelist, PanelistRound, Round, Suggestion
 from delphi.services.panel import renew_invitation
 from delphi.services.round_state import ACTIVE_STATUSES, locked_round, require_status
+from medhelm_site.common.text_limits import checked_column_text
 
 
 def _round_link(round_: Round, base_url: str) -> str:
@@ -168,6 +169,9 @@ def triage_suggestion(
     *, suggestion: Suggestion, actor: AbstractBaseUser, accept: bool, reason: str
 ) -> Suggestion:
     """Accept or reject a suggestion, with the reason recorded (and shown in the report)."""
+    checked_column_text(
+        reason, model=Suggestion, column="triage_reason", error=DelphiError, field="reason"
+    )
     suggestion = (
         Suggestion.objects.select_for_update().select_related("round").get(pk=suggestion.pk)
     )

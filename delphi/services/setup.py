@@ -20,6 +20,7 @@ from delphi.models import (
     TaxonomyVersion,
 )
 from delphi.services.taxonomy import version_tree
+from medhelm_site.common.text_limits import checked_column_text, checked_text
 
 DEFAULT_CONSENSUS_RULE: dict[str, Any] = {"preset": "comet_70_15"}
 DEFAULT_STOPPING_RULE: dict[str, Any] = {"max_rounds": 3, "all_resolved": True}
@@ -54,9 +55,13 @@ def _validated_protocol(changes: dict[str, Any]) -> dict[str, Any]:
         if key == "title":
             if not isinstance(value, str) or not value.strip():
                 raise DelphiError("title: must not be empty", field="title")
-            value = value.strip()
+            value = checked_column_text(
+                value.strip(), model=DelphiStudy, column="title", error=DelphiError
+            )
         elif key == "aims":
-            value = (value or "").strip()
+            value = checked_column_text(
+                (value or "").strip(), model=DelphiStudy, column="aims", error=DelphiError
+            )
         elif key == "questions":
             value = protocol.validate_questions(value)
         elif key == "consensus_rule":
@@ -164,6 +169,8 @@ def set_draft_taxonomy(
 def add_coordinator(
     *, study: DelphiStudy, actor: AbstractBaseUser, username: str
 ) -> DelphiCoordinator:
+    # Before the query: PostgreSQL refuses a NUL even as a parameter.
+    checked_text(username, field="username", error=DelphiError)
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise DelphiError(f"no user named {username!r}", field="username")

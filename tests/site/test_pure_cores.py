@@ -14,6 +14,7 @@ PURE_MODULES = [
     "medhelm_site.common.csv_export",
     "medhelm_site.common.errors",
     "medhelm_site.common.figures",
+    "medhelm_site.common.text_limits",
 ]
 
 
