@@ -10,6 +10,7 @@ import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from django.test.client import BOUNDARY, FakePayload, encode_multipart
 from django.urls import reverse
 
@@ -155,3 +156,26 @@ def test_a_job_of_another_study_is_not_found(study, coordinator, client):
 
     assert client.get(import_url(study), {"job": job.pk}).status_code == 200
     assert client.get(import_url(study), {"job": job.pk + 1000}).status_code == 404
+
+
+def test_the_page_still_checks_the_csrf_token(study, coordinator, settings):
+    """The page reads its body only after installing the upload limit, so it checks the CSRF
+    token itself: a POST without it is still refused, with it accepted, and a file above the
+    limit still gets its 400 (the token comes before the file in the form)."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(coordinator)
+    url = import_url(study)
+    token = client.get(url).context["csrf_token"]
+    data = (DATA / "items.jsonl").read_bytes()
+
+    def post(content: bytes, **fields: str):
+        upload = SimpleUploadedFile("items.jsonl", content)
+        return client.post(url, {**fields, "file_format": "jsonl", "file": upload})
+
+    assert post(data).status_code == 403
+    assert not ImportJob.objects.exists()
+    assert post(data, csrfmiddlewaretoken=str(token)).status_code == 302
+    settings.MEDHELM_IMPORT_MAX_UPLOAD_BYTES = 10
+    refused = post(data, csrfmiddlewaretoken=str(token))
+    assert refused.status_code == 400 and "items.jsonl" in refused.content.decode()
+    assert ImportJob.objects.count() == 1
