@@ -11,8 +11,10 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from annotation.imports import run_import_job
 from annotation.imports.after_import import (
     AFTER_IMPORT_FAILED_TASK,
+    AFTER_IMPORT_NEXT_TASK,
     failure_reason,
     record_step_failure,
+    send_steps,
 )
 from annotation.imports.jobs import RUN_IMPORT_TASK
 from annotation.models import ImportJob, RatingStudy
@@ -57,3 +59,12 @@ def after_import_failed(
     the worker, so the job is marked failed with the reason. Celery calls it with the failed
     task's request, exception and traceback before the arguments it was sent with."""
     record_step_failure(job_id=job_id, step=step, reason=failure_reason(exc))
+
+
+@shared_task(name=AFTER_IMPORT_NEXT_TASK)
+def after_import_next(job_id: int, steps: list[str]) -> None:
+    """Link and errback of a step after an import (annotation.imports.after_import): send
+    the next of `steps`, or, when none is left, delete the job's upload. Sent as an
+    immutable signature, so Celery calls it with these arguments only (as a task after a
+    success, in the worker's process after a failure)."""
+    send_steps(job_id=job_id, steps=steps)

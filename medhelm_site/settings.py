@@ -31,6 +31,19 @@ def env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
+def env_positive_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a positive whole number")
+    return value
+
+
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
 DATA_DIR = Path(os.environ.get("MEDHELM_DATA_DIR", BASE_DIR / "var")).resolve()
@@ -141,6 +154,36 @@ STORAGES = {
     },
 }
 MEDIA_ROOT = DATA_DIR / "media"
+
+# Item imports (annotation.imports). An upload larger than MEDHELM_IMPORT_MAX_UPLOAD_BYTES is
+# refused before its body is read. One is parsed inside the web request only when it is
+# provably small: below MEDHELM_IMPORT_INLINE_MAX_BYTES, and for a zip, unpacking to at most
+# as many bytes (counted while unpacking); anything else runs in a Celery worker. A zip is
+# unpacked counting the bytes it really yields, never trusting the sizes it declares, and
+# reading stops at the limits on one member, on the whole zip and on the number of members.
+MEDHELM_IMPORT_MAX_UPLOAD_BYTES = env_positive_int("MEDHELM_IMPORT_MAX_UPLOAD_BYTES", 256 * 2**20)
+MEDHELM_IMPORT_INLINE_MAX_BYTES = env_positive_int("MEDHELM_IMPORT_INLINE_MAX_BYTES", 1_000_000)
+MEDHELM_IMPORT_ZIP_MAX_MEMBER_BYTES = env_positive_int(
+    "MEDHELM_IMPORT_ZIP_MAX_MEMBER_BYTES", 256 * 2**20
+)
+MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES = env_positive_int(
+    "MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES", 512 * 2**20
+)
+MEDHELM_IMPORT_ZIP_MAX_MEMBERS = env_positive_int("MEDHELM_IMPORT_ZIP_MAX_MEMBERS", 1000)
+if MEDHELM_IMPORT_INLINE_MAX_BYTES > MEDHELM_IMPORT_MAX_UPLOAD_BYTES:
+    raise ImproperlyConfigured(
+        "MEDHELM_IMPORT_INLINE_MAX_BYTES must not exceed MEDHELM_IMPORT_MAX_UPLOAD_BYTES"
+    )
+if MEDHELM_IMPORT_ZIP_MAX_MEMBER_BYTES > MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES:
+    raise ImproperlyConfigured(
+        "MEDHELM_IMPORT_ZIP_MAX_MEMBER_BYTES must not exceed MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES"
+    )
+# Django's own upload limits, stated here because the import limits rely on them: an
+# uploaded file above FILE_UPLOAD_MAX_MEMORY_SIZE is streamed to a temporary file, not held in
+# memory; DATA_UPLOAD_MAX_MEMORY_SIZE caps the form fields other than files (a larger body of
+# plain fields is refused with a 400), so only the import limits above bound a file's size.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # Django's default
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # Django's default
 
 # E-mail: console in development; production sets EMAIL_BACKEND and the SMTP settings.
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

@@ -1,8 +1,10 @@
 """Item imports: JSONL, CSV and HELM runs read into checked rows, saved by an import job.
 
 The modules, each about one thing: rows (fields, row errors, parsed rows), jsonl, csvfile,
-helm (also read by the jury for its verdicts), validation (checks across rows and against
-the study), formats (the dispatch by format name), jobs (upload, run, save) and progress.
+helm (also read by the jury for its verdicts), archive (uploaded zips, unpacked under
+limits), validation (checks across rows and against the study), formats (the dispatch by
+format name), uploads (the size limit, where uploads are kept and when they go), jobs
+(start, run, save), after_import (the steps after a succeeded import) and progress.
 """
 
 from annotation.imports.csvfile import parse_csv
@@ -21,6 +23,12 @@ from annotation.imports.jobs import run_import_job, start_import
 from annotation.imports.jsonl import parse_jsonl
 from annotation.imports.progress import FINISHED, MAX_STORED_ERRORS, import_progress
 from annotation.imports.rows import ParsedImport, ParsedRow, RowError
+from annotation.imports.uploads import (
+    UploadSizeLimit,
+    limit_upload_size,
+    max_upload_bytes,
+    release_upload,
+)
 from annotation.imports.validation import (
     Fingerprint,
     conflict_reason,
@@ -40,17 +48,21 @@ __all__ = [
     "ParsedImport",
     "ParsedRow",
     "RowError",
+    "UploadSizeLimit",
     "conflict_reason",
     "helm_benchmark_name",
     "helm_rows",
     "import_progress",
     "item_fingerprint",
+    "limit_upload_size",
+    "max_upload_bytes",
     "pack_helm_run",
     "parse",
     "parse_csv",
     "parse_helm_run",
     "parse_jsonl",
     "read_helm_run",
+    "release_upload",
     "run_import_job",
     "start_import",
     "task_names_for",

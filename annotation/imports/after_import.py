@@ -4,46 +4,75 @@ coordinator sees it (job.status and job.errors, shown on the import page).
 The steps are the Celery tasks named in settings.MEDHELM_AFTER_IMPORT_TASKS, each given the
 job id and run by name, so that annotation never imports the apps that provide them (the
 jury's HELM verdict import). An inline import runs them in this process, one after the
-other; a queued import's worker sends each with an errback (AFTER_IMPORT_FAILED_TASK) that
-records its failure. A step that fails in its own terms (a verdict conflict) records it
-itself with record_step_failure. The items a failed step follows stay imported.
+other; a queued import's worker sends the first, and each sent step is followed, whether it
+succeeds or fails, by AFTER_IMPORT_NEXT_TASK, which sends the next; a failure is recorded by
+an errback (AFTER_IMPORT_FAILED_TASK). A step that fails in its own terms (a verdict
+conflict) records it itself with record_step_failure. The items a failed step follows stay
+imported. The steps may read the uploaded file, so it is deleted after the last of them
+(uploads.release_upload).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from celery import Task, current_app
+from celery.canvas import Signature
 from django.conf import settings
 from django.db import transaction
 
+from annotation.imports.uploads import release_upload
 from annotation.models import ImportJob
 
 logger = logging.getLogger(__name__)
 
 AFTER_IMPORT_FAILED_TASK = "annotation.after_import_failed"
+AFTER_IMPORT_NEXT_TASK = "annotation.after_import_next"
 WHERE_PREFIX = "after import: "
 UNKNOWN_STEP = "no task of this name is known"
 MAX_REASON = 1000
 
 
 def run_after_import_steps(*, job_id: int, inline: bool) -> None:
-    """Run (inline) or send (queued import, from its worker) every step after job `job_id`."""
-    for name in settings.MEDHELM_AFTER_IMPORT_TASKS:
-        try:
-            task = _registered(name)
-        except Exception as exc:  # an app's tasks module that does not import
-            logger.exception("could not look up after-import step %s", name)
-            record_step_failure(job_id=job_id, step=name, reason=failure_reason(exc))
-            continue
-        if task is None:
-            # A worker drops a message for a task it does not know without calling errbacks:
-            # an unknown name is caught here, in a process that knows every app's tasks.
-            record_step_failure(job_id=job_id, step=name, reason=UNKNOWN_STEP)
-        elif inline:
+    """Run (inline) or send (queued import, from its worker) every step after job `job_id`;
+    its upload is deleted after the last."""
+    steps = list(settings.MEDHELM_AFTER_IMPORT_TASKS)
+    if not inline:
+        send_steps(job_id=job_id, steps=steps)
+        return
+    for name in steps:
+        task = _step_task(name, job_id)
+        if task is not None:
             _run_in_process(task, job_id)
-        else:
-            _send(name, job_id)
+    release_upload(job_id=job_id)
+
+
+def send_steps(*, job_id: int, steps: Sequence[str]) -> None:
+    """Send the first of `steps` that can be sent, to be followed by the rest once it has
+    ended, well or not; when none is left, delete the job's upload. A step that cannot be
+    looked up or sent is recorded as failed, and the next one is tried."""
+    remaining = list(steps)
+    while remaining:
+        name, remaining = remaining[0], remaining[1:]
+        if _step_task(name, job_id) is not None and _send(name, job_id, then=remaining):
+            return
+    release_upload(job_id=job_id)
+
+
+def _step_task(name: str, job_id: int) -> Task | None:
+    """The task of step `name`, or None after recording why there is none."""
+    try:
+        task = _registered(name)
+    except Exception as exc:  # an app's tasks module that does not import
+        logger.exception("could not look up after-import step %s", name)
+        record_step_failure(job_id=job_id, step=name, reason=failure_reason(exc))
+        return None
+    if task is None:
+        # A worker drops a message for a task it does not know without calling errbacks:
+        # an unknown name is caught here, in a process that knows every app's tasks.
+        record_step_failure(job_id=job_id, step=name, reason=UNKNOWN_STEP)
+    return task
 
 
 def _registered(name: str) -> Task | None:
@@ -65,18 +94,34 @@ def _run_in_process(task: Task, job_id: int) -> None:
         record_step_failure(job_id=job_id, step=task.name, reason=failure_reason(failure))
 
 
-def _send(name: str, job_id: int) -> None:
+def _send(name: str, job_id: int, *, then: list[str]) -> bool:
+    """Send step `name`, followed by the steps `then` whether it succeeds (link) or fails
+    (errbacks: record the failure, then go on); False after recording why it could not be
+    sent."""
+    following = _signature(AFTER_IMPORT_NEXT_TASK, job_id, then)
     try:
         current_app.send_task(
             name,
             args=[job_id],
-            link_error=current_app.signature(AFTER_IMPORT_FAILED_TASK, args=[job_id, name]),
+            link=following,
+            link_error=[
+                current_app.signature(AFTER_IMPORT_FAILED_TASK, args=[job_id, name]),
+                following,
+            ],
         )
     except Exception as exc:
         logger.exception("could not send after-import step %s of job %s", name, job_id)
         record_step_failure(
             job_id=job_id, step=name, reason=f"could not be sent to a worker: {failure_reason(exc)}"
         )
+        return False
+    return True
+
+
+def _signature(name: str, *args: object) -> Signature:
+    """An immutable signature: Celery passes a link the step's result and an errback the
+    failed request, neither of which AFTER_IMPORT_NEXT_TASK takes."""
+    return current_app.signature(name, args=list(args), immutable=True)
 
 
 def failure_reason(exc: BaseException | object) -> str:

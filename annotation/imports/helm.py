@@ -1,8 +1,10 @@
-"""HELM runs: a run directory, a zip of one, or scenario_state.json itself (path or bytes).
+"""HELM runs: a run directory, a zip of one, or scenario_state.json itself (path, bytes or
+a binary stream).
 
 read_helm_run reads a run's files once into a HelmRun (its request states, run spec and
 name); helm_rows turns that into item rows, and the jury reads its verdicts from the same
-HelmRun, so that both see the run alike.
+HelmRun, so that both see the run alike. A zip is read through archive.UploadZip, under the
+import limits.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
+from annotation.errors import AnnotationError
+from annotation.imports.archive import ZIP_MAGIC, UploadZip, is_zip
 from annotation.imports.rows import (
     ParsedImport,
     RowError,
@@ -24,9 +28,6 @@ from annotation.imports.rows import (
     utf8_reason,
 )
 
-# A zip member larger than this is refused before it is read (a zip bomb would fill memory).
-MAX_HELM_JSON_BYTES = 1024 * 1024 * 1024
-ZIP_MAGIC = b"PK\x03\x04"
 HelmSource = str | Path | Source
 
 # Request states skipped or read unusually, each reported once with a count.
@@ -52,12 +53,13 @@ class HelmRun:
         return name if isinstance(name, str) else self.run_name
 
 
-def read_helm_run(source: HelmSource, *, name_hint: str = "") -> HelmRun:
+def read_helm_run(source: HelmSource, *, name_hint: str = "", label: str = "") -> HelmRun:
     """Read a run's scenario_state.json and run_spec.json. `name_hint` names the run when
-    the source does not (e.g. the uploaded file's stem)."""
+    the source does not (e.g. the uploaded file's stem); `label` names the file in the
+    problems of a zip (default: the zip)."""
     if name_hint in ("scenario_state", "scenario_state.json"):
         name_hint = ""
-    files = _helm_files(source, name_hint)
+    files = _helm_files(source, name_hint, label)
     if files.error or files.scenario_state is None:
         problem = RowError("file", files.error or "no scenario_state.json", -1)
         return HelmRun(None, problems=(problem,))
@@ -77,9 +79,9 @@ def read_helm_run(source: HelmSource, *, name_hint: str = "") -> HelmRun:
     return HelmRun(states, run_spec, files.run_name, tuple(problems))
 
 
-def parse_helm_run(source: HelmSource, *, name_hint: str = "") -> ParsedImport:
-    """Item rows of a HELM run; see helm_rows."""
-    return helm_rows(read_helm_run(source, name_hint=name_hint))
+def parse_helm_run(source: HelmSource, *, name_hint: str = "", label: str = "") -> ParsedImport:
+    """Item rows of a HELM run; see read_helm_run and helm_rows."""
+    return helm_rows(read_helm_run(source, name_hint=name_hint, label=label))
 
 
 def helm_rows(run: HelmRun) -> ParsedImport:
@@ -283,60 +285,78 @@ def _failed(error: str) -> _HelmFiles:
     return _HelmFiles(None, None, "", error)
 
 
-def _helm_files(source: HelmSource, name_hint: str) -> _HelmFiles:
+def _helm_files(source: HelmSource, name_hint: str, label: str) -> _HelmFiles:
     if not isinstance(source, str | Path):
-        data = read_bytes(source)
-        if data.startswith(ZIP_MAGIC):
-            return _helm_files_from_zip(data, name_hint)
-        return _HelmFiles(data, None, name_hint)
+        label = label or "the zip"
+        if isinstance(source, bytes | bytearray | memoryview):
+            data = bytes(source)
+            if is_zip(data):
+                return _zip_files(data, name_hint, label)
+            return _HelmFiles(data, None, name_hint)
+        return _stream_files(source, name_hint, label)
     path = Path(source)
     if path.is_dir():
         state, spec = path / "scenario_state.json", path / "run_spec.json"
         if not state.is_file():
             return _failed(f"no scenario_state.json in {path}")
         return _HelmFiles(state.read_bytes(), _read_if_file(spec), path.name)
+    with path.open("rb") as head:
+        zipped = is_zip(head.read(len(ZIP_MAGIC)))
+    if zipped:
+        return _zip_files(path, name_hint or path.stem, label or path.name)
     data = path.read_bytes()
-    if data.startswith(ZIP_MAGIC):
-        return _helm_files_from_zip(data, name_hint or path.stem)
     return _HelmFiles(data, _read_if_file(path.parent / "run_spec.json"), path.parent.name)
+
+
+def _stream_files(stream: IO[bytes], name_hint: str, label: str) -> _HelmFiles:
+    """A binary stream: a zip is read from it in place (it must be seekable), anything else
+    is read whole."""
+    head = stream.read(len(ZIP_MAGIC))
+    if is_zip(head):
+        stream.seek(0)
+        return _zip_files(stream, name_hint, label)
+    return _HelmFiles(head + read_bytes(stream), None, name_hint)
 
 
 def _read_if_file(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
-def _helm_files_from_zip(data: bytes, name_hint: str) -> _HelmFiles:
+def _zip_files(source: bytes | Path | IO[bytes], name_hint: str, label: str) -> _HelmFiles:
+    """The run's files in a zip, read under the import limits; a problem of the zip (its
+    limits, a damaged or encrypted member) is the run's error."""
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
-        return _failed(f"not a readable zip file: {exc}")
-    with archive:
-        members = [
-            info
-            for info in archive.infolist()
-            if PurePosixPath(info.filename).name == "scenario_state.json"
-            and not info.filename.startswith("__MACOSX/")
-        ]
-        if not members:
-            return _failed("no scenario_state.json in the zip")
-        if len(members) > 1:
-            found = ", ".join(m.filename for m in members[:5])
-            return _failed(
-                f"the zip holds {len(members)} scenario_state.json files ({found}); "
-                "upload one run directory at a time"
-            )
-        state = members[0]
-        folder = PurePosixPath(state.filename).parent
-        spec_name = str(folder / "run_spec.json") if str(folder) != "." else "run_spec.json"
-        spec = next((i for i in archive.infolist() if i.filename == spec_name), None)
-        for info in (state, spec):
-            if info is not None and info.file_size > MAX_HELM_JSON_BYTES:
-                return _failed(f"{info.filename} is too large to import")
-        return _HelmFiles(
-            scenario_state=archive.read(state),
-            run_spec=archive.read(spec) if spec is not None else None,
-            run_name=folder.name if str(folder) != "." else name_hint,
+        with UploadZip(source, label=label) as archive:
+            return _run_in_zip(archive, name_hint)
+    except AnnotationError as exc:
+        return _failed(exc.message)
+
+
+def _run_in_zip(archive: UploadZip, name_hint: str) -> _HelmFiles:
+    members = archive.members
+    states = [
+        info
+        for info in members
+        if PurePosixPath(info.filename).name == "scenario_state.json"
+        and not info.filename.startswith("__MACOSX/")
+    ]
+    if not states:
+        return _failed(f"no scenario_state.json in {archive.label}")
+    if len(states) > 1:
+        found = ", ".join(m.filename for m in states[:5])
+        return _failed(
+            f"{archive.label} holds {len(states)} scenario_state.json files ({found}); "
+            "upload one run directory at a time"
         )
+    state = states[0]
+    folder = PurePosixPath(state.filename).parent
+    spec_name = str(folder / "run_spec.json") if str(folder) != "." else "run_spec.json"
+    spec = next((info for info in members if info.filename == spec_name), None)
+    return _HelmFiles(
+        scenario_state=archive.read(state),
+        run_spec=archive.read(spec) if spec is not None else None,
+        run_name=folder.name if str(folder) != "." else name_hint,
+    )
 
 
 def _load_json(data: bytes, name: str) -> tuple[Any, str]:

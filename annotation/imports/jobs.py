@@ -4,17 +4,16 @@ An import is all-or-nothing: every row is checked first and every problem is rec
 job; items are saved only when there is none, in one transaction. processed_rows counts
 checked rows and is committed every PROGRESS_EVERY rows; the save itself shows no progress
 until it ends (import_progress calls that phase "saving"). After a succeeded save the steps
-after an import run (after_import.py).
+after an import run (after_import.py), and after them the upload is deleted; a failed job's
+upload is deleted at once (uploads.release_upload). A job runs inside the web request only
+when its upload is provably small (uploads.StoredUpload.provably_small).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
-import tempfile
-import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -29,9 +28,9 @@ from annotation import audit
 from annotation.errors import AnnotationError
 from annotation.imports.after_import import run_after_import_steps
 from annotation.imports.formats import FORMATS, parse
-from annotation.imports.helm import ZIP_MAGIC
 from annotation.imports.progress import FINISHED, stored_messages
 from annotation.imports.rows import ParsedImport, RowError
+from annotation.imports.uploads import release_upload, store_upload
 from annotation.imports.validation import (
     Fingerprint,
     conflict_reason,
@@ -45,13 +44,12 @@ from medhelm_site.common.querying import ID_FILTER_LIMIT
 
 logger = logging.getLogger(__name__)
 
-# Below this size an import runs inline when the caller leaves `background` to us.
-INLINE_MAX_BYTES = 1_000_000
 PROGRESS_EVERY = 2000
-UPLOAD_DIR = "imports"
 # The Celery task that runs a queued job (annotation.tasks.run_import).
 RUN_IMPORT_TASK = "annotation.run_import"
 LOCKED = "the study is locked; items can no longer be imported"
+# What a file of each format holds one item per, for "the file ... holds no ...".
+_RECORDS = {"jsonl": "JSON lines", "csv": "records below its header row", "helm": "request states"}
 ProgressCallback = Callable[[ImportJob], None]
 Key = tuple[str, str]  # (external_id, model)
 
@@ -71,9 +69,10 @@ def start_import(
 ) -> ImportJob:
     """Store an upload and create its ImportJob; run it now or queue annotation.run_import.
 
-    `background=None` runs files below INLINE_MAX_BYTES inline and queues larger ones;
-    True/False force either. Raises AnnotationError (unknown format, locked study, empty
-    file) or PermissionDenied (not a coordinator or staff). An inline run returns the
+    `background=None` runs a provably small upload inline (uploads.StoredUpload.
+    provably_small) and queues any other; True/False force either. Raises AnnotationError
+    (unknown format, locked study, a file above the upload limit, empty or of whitespace
+    only) or PermissionDenied (not a coordinator or staff). An inline run returns the
     finished job; a queued one returns it queued (the task starts after the commit).
     """
     if file_format not in FORMATS:
@@ -81,18 +80,23 @@ def start_import(
             f"unknown format {file_format!r}; use jsonl, csv or helm", field="file_format"
         )
     _check_may_import(study=study, actor=actor)
-    source_path, size = _store_upload(content=content, file_format=file_format)
-    if size == 0:
-        (Path(settings.MEDIA_ROOT) / source_path).unlink(missing_ok=True)
-        raise AnnotationError("the file is empty", field="file")
-    in_background = size >= INLINE_MAX_BYTES if background is None else background
+    upload = store_upload(content=content, name=uploaded_name, file_format=file_format)
+    if upload.size == 0 or upload.blank:
+        upload.absolute.unlink(missing_ok=True)
+        what = "is empty" if upload.size == 0 else "holds only whitespace"
+        raise AnnotationError(f"the file {uploaded_name} {what}: nothing to import", field="file")
+    try:
+        in_background = not upload.provably_small() if background is None else background
+    except BaseException:
+        upload.absolute.unlink(missing_ok=True)
+        raise
     with transaction.atomic():
         job = ImportJob.objects.create(
             study=study,
             created_by=actor,
             file_format=file_format,
             source_name=uploaded_name[:300],
-            source_path=source_path,
+            source_path=upload.path,
         )
         audit.record(
             actor=actor,
@@ -102,7 +106,7 @@ def start_import(
             after={
                 "file_format": file_format,
                 "source_name": job.source_name,
-                "bytes": size,
+                "bytes": upload.size,
                 "background": in_background,
             },
         )
@@ -121,11 +125,13 @@ def queue_import_job(job_id: int) -> None:
         current_app.send_task(RUN_IMPORT_TASK, args=[job_id])
     except Exception as exc:
         logger.exception("could not queue import job %s", job_id)
-        ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
+        failed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
             status=ImportJob.Status.FAILED,
             errors=[{"where": "import", "reason": f"could not queue the import: {exc}"}],
             finished_at=timezone.now(),
         )
+        if failed:
+            release_upload(job_id=job_id)
 
 
 def _check_may_import(*, study: RatingStudy, actor: AbstractBaseUser) -> None:
@@ -138,46 +144,6 @@ def _check_may_import(*, study: RatingStudy, actor: AbstractBaseUser) -> None:
     ).exists()
     if not is_coordinator:
         raise PermissionDenied("only a coordinator of this study may import items")
-
-
-def _store_upload(*, content: bytes | IO[bytes], file_format: str) -> tuple[str, int]:
-    """Write the upload under MEDIA_ROOT/imports/ atomically (temp file, then rename) and
-    return its path relative to MEDIA_ROOT and its size."""
-    folder = Path(settings.MEDIA_ROOT) / UPLOAD_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    size = 0
-    head = b""
-    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=".upload-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for chunk in _chunks(content):
-                if len(head) < 4:
-                    head += chunk[:4]
-                out.write(chunk)
-                size += len(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        name = f"{uuid.uuid4().hex}.{_upload_extension(file_format, head)}"
-        os.replace(tmp_name, folder / name)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return f"{UPLOAD_DIR}/{name}", size
-
-
-def _upload_extension(file_format: str, head: bytes) -> str:
-    if file_format == "helm":
-        return "zip" if head.startswith(ZIP_MAGIC) else "json"
-    return file_format
-
-
-def _chunks(content: bytes | IO[bytes]) -> Iterable[bytes]:
-    if isinstance(content, bytes | bytearray | memoryview):
-        yield bytes(content)
-    elif hasattr(content, "chunks"):  # a Django UploadedFile
-        yield from content.chunks()
-    else:
-        yield from iter(functools.partial(content.read, 1024 * 1024), b"")
 
 
 # --- run ---------------------------------------------------------------------------------------
@@ -197,14 +163,17 @@ def run_import_job(
         return _run(job, on_progress, inline=inline)
     except Exception as exc:
         try:
-            ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING).update(
+            failed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING).update(
                 status=ImportJob.Status.FAILED,
                 errors=[{"where": "import", "reason": f"unexpected error: {exc!r}"}],
                 finished_at=timezone.now(),
             )
         except Exception:
-            # Left "running": a retried task then starts it again.
+            # Left "running", with its upload: a retried task then starts it again.
             logger.exception("could not mark import job %s failed", job.pk)
+        else:
+            if failed:
+                transaction.on_commit(functools.partial(release_upload, job_id=job.pk))
         raise
 
 
@@ -234,6 +203,10 @@ def _run(job: ImportJob, on_progress: ProgressCallback | None, *, inline: bool) 
     except FileNotFoundError:
         reason = f"the uploaded file is missing from storage ({job.source_path})"
         return _finish_failed(job, [RowError("file", reason)], [])
+    if parsed.total == 0 and not parsed.errors:
+        # Nothing to import is a mistake to report, not "0 items imported".
+        reason = f"the file {job.source_name} holds no {_RECORDS[job.file_format]}"
+        return _finish_failed(job, [RowError("file", reason)], parsed.warnings)
     job.total_rows = parsed.total
     job.save(update_fields=["total_rows"])
     if on_progress is not None:
@@ -255,8 +228,15 @@ def _run(job: ImportJob, on_progress: ProgressCallback | None, *, inline: bool) 
 
 
 def _parse_upload(job: ImportJob) -> ParsedImport:
-    data = (Path(settings.MEDIA_ROOT) / job.source_path).read_bytes()
-    return parse(file_format=job.file_format, source=data, name_hint=Path(job.source_name).stem)
+    """Parse the stored upload. A HELM zip is read from the file in place (under the zip
+    limits), any other upload whole: its size is within the upload limit."""
+    with (Path(settings.MEDIA_ROOT) / job.source_path).open("rb") as stored:
+        return parse(
+            file_format=job.file_format,
+            source=stored,
+            name_hint=Path(job.source_name).stem,
+            label=job.source_name,
+        )
 
 
 def _record_progress(job: ImportJob, on_progress: ProgressCallback | None, done: int) -> None:
@@ -338,9 +318,12 @@ def _fingerprints(*, study: RatingStudy, keys: set[Key]) -> dict[Key, Fingerprin
 def _finish_failed(
     job: ImportJob, errors: Sequence[RowError], warnings: Sequence[RowError]
 ) -> ImportJob:
+    """Mark the job failed with its errors; its upload goes once this is committed (no step
+    follows a failed import)."""
     job.status = ImportJob.Status.FAILED
     job.errors = stored_messages(errors, warnings)
     job.created_items = job.unchanged_items = 0
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "errors", "created_items", "unchanged_items", "finished_at"])
+    transaction.on_commit(functools.partial(release_upload, job_id=job.pk))
     return job

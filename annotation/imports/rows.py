@@ -5,7 +5,9 @@ Fields (JSONL keys and CSV columns): external_id, input, output and model are re
 benchmark and metadata (a JSON object) are optional. Unknown fields are errors, so that a
 typo does not silently drop data. Ids and names lose surrounding whitespace, texts are kept
 as given, NUL characters are refused (PostgreSQL cannot store them) and so are JSON
-NaN/Infinity. Every problem is a RowError naming where it is and why, and parsing goes on
+NaN/Infinity, JSON nested too deeply for the parser, and metadata nested more than
+MAX_METADATA_DEPTH levels (deeper data would overflow the checks and the database driver's
+encoder). Every problem is a RowError naming where it is and why, and parsing goes on
 after one, so that one pass reports them all.
 """
 
@@ -29,6 +31,9 @@ MAX_LENGTH = {
     "model": Item._meta.get_field("model_name").max_length,
     "benchmark": Item._meta.get_field("benchmark").max_length,
 }
+
+# Levels of objects and lists metadata may nest (the outer object is level 1).
+MAX_METADATA_DEPTH = 64
 
 Source = bytes | IO[bytes]
 
@@ -108,9 +113,12 @@ def _reject_constant(name: str) -> None:
 
 
 def loads(text: str) -> Any:
-    """json.loads without NaN/Infinity; raises ValueError with a short reason."""
+    """json.loads without NaN/Infinity; raises ValueError with a short reason (also for
+    JSON nested too deeply to parse, which json.loads answers with a RecursionError)."""
     try:
         return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply (lists and objects inside one another)") from None
     except json.JSONDecodeError as exc:
         position = (
             f"line {exc.lineno}, column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
@@ -199,14 +207,25 @@ def _text(value: Any, spec: _TextField, reasons: list[str]) -> str:
     return value
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
+def _metadata_problem(metadata: dict[str, Any]) -> str | None:
+    """Why the metadata cannot be stored (nested too deeply, a NUL character), or None.
+    Walks the data without recursion, so that no depth can overflow the stack."""
+    pending: list[tuple[Any, int]] = [(metadata, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return "metadata contains a NUL character"
+            continue
+        if isinstance(value, dict | list):
+            if depth > MAX_METADATA_DEPTH:
+                return f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep"
+            if isinstance(value, dict):
+                pending.extend((key, depth) for key in value)
+                pending.extend((inner, depth + 1) for inner in value.values())
+            else:
+                pending.extend((inner, depth + 1) for inner in value)
+    return None
 
 
 def _metadata(value: Any, reasons: list[str]) -> dict[str, Any]:
@@ -214,8 +233,8 @@ def _metadata(value: Any, reasons: list[str]) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         reasons.append(f"metadata must be a JSON object, got {type_name(value)}")
-    elif _has_nul(value):
-        reasons.append("metadata contains a NUL character")
+    elif (problem := _metadata_problem(value)) is not None:
+        reasons.append(problem)
     return value
 
 

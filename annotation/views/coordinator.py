@@ -16,6 +16,7 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.shortcuts import redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from annotation import imports, selectors, services
@@ -178,31 +179,53 @@ def _add_member(request: HttpRequest, study: RatingStudy, form: MemberForm) -> b
 
 
 @login_required
+@csrf_exempt  # the token is checked by _import_page, once the upload limit is in place
 def import_items(request: HttpRequest, study_id: int) -> HttpResponse:
     study, _ = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
     )
-    form = ImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        try:
-            job = imports.start_import(
-                study=study,
-                uploaded_name=upload.name,
-                content=upload,
-                file_format=form.cleaned_data["file_format"],
-                actor=request.user,
-            )
-        except AnnotationError as exc:
-            add_to_form(form, exc)
-        else:
-            return redirect(f"{request.path}?job={job.pk}")
+    # Before anything reads the body: a file above the limit is then never read in full.
+    size_limit = imports.limit_upload_size(request)
+    return _import_page(request, study, size_limit)
+
+
+@csrf_protect
+def _import_page(
+    request: HttpRequest, study: RatingStudy, size_limit: imports.UploadSizeLimit
+) -> HttpResponse:
     job = None
     if request.GET.get("job"):
-        job = ImportJob.objects.filter(study=study, pk=request.GET["job"]).first()
+        job_id = _import_number(request.GET["job"])
+        if job_id is None:
+            return HttpResponseBadRequest('"job" must be the number of an import of this study.')
+        job = ImportJob.objects.filter(study=study, pk=job_id).first()
         if job is None:
             raise Http404("No such import.")
-    progress = imports.import_progress(job) if job else None
+    status = 200
+    form = ImportForm()
+    if request.method == "POST":
+        files = request.FILES  # the body is parsed here, the upload limit first
+        status = 400  # unless the import starts, below
+        form = ImportForm(request.POST, files)
+        if size_limit.refusal is not None:
+            # Reading stopped at the file's start, so the form lacks it: say why instead.
+            form.is_valid()
+            form.errors.pop("file", None)
+            add_to_form(form, size_limit.refusal)
+        elif form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                job = imports.start_import(
+                    study=study,
+                    uploaded_name=upload.name,
+                    content=upload,
+                    file_format=form.cleaned_data["file_format"],
+                    actor=request.user,
+                )
+            except AnnotationError as exc:
+                add_to_form(form, exc)
+            else:
+                return redirect(f"{request.path}?job={job.pk}")
     return render(
         request,
         "annotation/import.html",
@@ -210,10 +233,19 @@ def import_items(request: HttpRequest, study_id: int) -> HttpResponse:
             "study": study,
             "form": form,
             "job": job,
-            "progress": progress,
+            "progress": imports.import_progress(job) if job else None,
             "jobs": study.import_jobs.all()[:20],
+            "max_upload_bytes": imports.max_upload_bytes(),
         },
+        status=status,
     )
+
+
+def _import_number(raw: str) -> int | None:
+    """The import number a query string gives (digits, within the id column), or None."""
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        return None
+    return int(raw)
 
 
 @login_required

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 from annotation import imports
@@ -80,3 +82,65 @@ BAD_JSONL_ERRORS = [
         "save the file as UTF-8",
     },
 ]
+
+
+# --- zips, honest and not ----------------------------------------------------------------------
+
+HELM_ZIP_NAME = "medi_qa:model=demo_vendor_demo-model-7b.zip"
+STATE_MEMBER = "medi_qa/scenario_state.json"
+
+
+def helm_zip(
+    state: bytes | None = None,
+    *,
+    spec: bytes | None = None,
+    extra: dict[str, bytes] | None = None,
+    compression: int = zipfile.ZIP_DEFLATED,
+) -> bytes:
+    """A zip of a run directory "medi_qa/": the sample run's files unless given."""
+    if state is None:
+        state = (HELM_RUN / "scenario_state.json").read_bytes()
+    if spec is None:
+        spec = (HELM_RUN / "run_spec.json").read_bytes()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=compression) as archive:
+        archive.writestr(STATE_MEMBER, state)
+        archive.writestr("medi_qa/run_spec.json", spec)
+        for name, data in (extra or {}).items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def blank_state(unpacked_bytes: int) -> bytes:
+    """A valid scenario_state.json of `unpacked_bytes` bytes, nearly all of them spaces: it
+    deflates about a thousandfold (a zip bomb that is also valid JSON)."""
+    head, tail = b'{"request_states": [', b"]}"
+    return head + b" " * (unpacked_bytes - len(head) - len(tail)) + tail
+
+
+# Offsets of fields in a zip member's local header and central directory entry (APPNOTE 4.3.7,
+# 4.3.12): the general purpose flags, the compression method, the CRC-32, the unpacked size.
+_LOCAL = {"flags": 6, "method": 8, "crc": 14, "size": 22}
+_CENTRAL = {"flags": 8, "method": 10, "crc": 16, "size": 24}
+_WIDTH = {"flags": 2, "method": 2, "crc": 4, "size": 4}
+
+
+def patch_member(data: bytes, name: str, **fields: int) -> bytes:
+    """`data` with fields of member `name` (flags, method, crc, size) overwritten in both its
+    local header and its central directory entry, as a damaged or hostile zip has them."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo(name)
+    out = bytearray(data)
+    central = out.find(b"PK\x01\x02")
+    encoded = name.encode()
+    while central != -1:
+        name_length = int.from_bytes(out[central + 28 : central + 30], "little")
+        if bytes(out[central + 46 : central + 46 + name_length]) == encoded:
+            break
+        central = out.find(b"PK\x01\x02", central + 4)
+    assert central != -1, name
+    for field_name, value in fields.items():
+        width = _WIDTH[field_name]
+        for start in (info.header_offset + _LOCAL[field_name], central + _CENTRAL[field_name]):
+            out[start : start + width] = value.to_bytes(width, "little")
+    return bytes(out)

@@ -1,5 +1,6 @@
 """The steps after a queued import, in a real Celery worker: they run, and a step that fails
-there marks the job failed (through the errback it was sent with)."""
+there marks the job failed (through the errback it was sent with); the upload is deleted
+after the last of them."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)
 HELM_NAME = "medi_qa:model=demo_vendor_demo-model-7b.zip"
 
 
-def import_in_worker(tmp_path, monkeypatch, after_import_tasks: str, done) -> ImportJob:
+def import_in_worker(tmp_path, media_root, monkeypatch, after_import_tasks: str, done) -> ImportJob:
     """Queue a HELM import to a worker whose settings name `after_import_tasks`, and wait until
-    done(job) holds."""
+    done(job) holds and its upload is deleted."""
     from tests.support.celery_worker import running_worker
 
     coordinator = UserFactory()
@@ -53,27 +54,34 @@ def import_in_worker(tmp_path, monkeypatch, after_import_tasks: str, done) -> Im
             name=HELM_NAME,
             background=True,
         )
+        upload = media_root / job.source_path
+        assert upload.is_file()
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             job.refresh_from_db()
-            if done(job):
+            if done(job) and not upload.exists():
                 break
             time.sleep(0.5)
     assert done(job), (job.status, job.errors, log.read_text()[-3000:])
+    assert not upload.exists(), log.read_text()[-3000:]
     return job
 
 
-def test_a_queued_helm_import_imports_the_jury_verdicts_in_the_worker(tmp_path, monkeypatch):
+def test_a_queued_helm_import_imports_the_jury_verdicts_in_the_worker(
+    tmp_path, media_root, monkeypatch
+):
     def verdicts_stored(job: ImportJob) -> bool:
         return JudgeScore.objects.filter(item__study=job.study).count() == 27
 
-    job = import_in_worker(tmp_path, monkeypatch, "jury.import_helm_verdicts", verdicts_stored)
+    job = import_in_worker(
+        tmp_path, media_root, monkeypatch, "jury.import_helm_verdicts", verdicts_stored
+    )
 
     assert job.status == ImportJob.Status.SUCCEEDED, job.errors
     assert Item.objects.filter(study=job.study).count() == 4
 
 
-def test_a_step_that_fails_in_the_worker_marks_the_job_failed(tmp_path, monkeypatch):
+def test_a_step_that_fails_in_the_worker_marks_the_job_failed(tmp_path, media_root, monkeypatch):
     """annotation.worker_health takes no job id: sent one, it fails in the worker. The other
     step still runs."""
 
@@ -83,6 +91,7 @@ def test_a_step_that_fails_in_the_worker_marks_the_job_failed(tmp_path, monkeypa
 
     job = import_in_worker(
         tmp_path,
+        media_root,
         monkeypatch,
         "annotation.worker_health,jury.import_helm_verdicts",
         both_steps_done,

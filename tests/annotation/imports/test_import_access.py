@@ -54,7 +54,7 @@ def test_only_coordinators_or_staff_may_import(study, coordinator):
 
 
 def test_empty_upload_and_unknown_format_are_refused(study, coordinator, media_root):
-    with pytest.raises(AnnotationError, match="the file is empty"):
+    with pytest.raises(AnnotationError, match=r"the file items\.jsonl is empty"):
         start(study, coordinator, b"")
     with pytest.raises(AnnotationError, match="unknown format 'xlsx'"):
         start(study, coordinator, b"x", file_format="xlsx")

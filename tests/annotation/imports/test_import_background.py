@@ -15,13 +15,13 @@ from tests.factories import MEDHELM_CRITERIA, UserFactory
 
 
 def test_large_uploads_are_queued_after_commit(
-    study, coordinator, monkeypatch, django_capture_on_commit_callbacks
+    study, coordinator, monkeypatch, settings, django_capture_on_commit_callbacks
 ):
     sent = []
     monkeypatch.setattr(
         jobs.current_app, "send_task", lambda name, args: sent.append((name, *args))
     )
-    monkeypatch.setattr(jobs, "INLINE_MAX_BYTES", 100)
+    settings.MEDHELM_IMPORT_INLINE_MAX_BYTES = 100
     data = (DATA / "items.jsonl").read_bytes()
     assert len(data) > 100
 
@@ -89,10 +89,12 @@ def test_a_queued_import_runs_in_a_real_worker(tmp_path, settings, monkeypatch):
     ):
         job = start(study, coordinator, jsonl(*rows), background=True)
         assert job.status == ImportJob.Status.QUEUED
+        upload = settings.MEDIA_ROOT / job.source_path
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             job.refresh_from_db()
-            if job.status in imports.FINISHED:
+            # The upload is deleted after the steps that follow the import.
+            if job.status in imports.FINISHED and not upload.exists():
                 break
             time.sleep(0.5)
     assert job.status == ImportJob.Status.SUCCEEDED, (job.errors, log.read_text()[-3000:])
@@ -100,3 +102,4 @@ def test_a_queued_import_runs_in_a_real_worker(tmp_path, settings, monkeypatch):
     assert (job.created_items, job.unchanged_items) == (3000, 0)
     assert Item.objects.filter(study=study).count() == 3000
     assert imports.import_progress(job)["percent"] == 100
+    assert not upload.exists()

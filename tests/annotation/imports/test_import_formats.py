@@ -49,7 +49,8 @@ def test_jsonl_import_saves_every_field(study, coordinator, taxonomy, media_root
     assert item_state(items["case-003"])[2:4] == ("  Keep my spaces  ", "Ünïcödé answer ✓")
     # A subcategory name files the item under the subcategory.
     assert items["case-003"].taxonomy_node_id == node(taxonomy, "Planning Treatments").pk
-    # The upload is kept under MEDIA_ROOT/imports/ (no temp file left behind).
+    # The upload is kept under MEDIA_ROOT/imports/ (no temp file left behind) until the job's
+    # transaction commits (this test's never does; test_upload_cleanup.py sees it go).
     stored = media_root / job.source_path
     assert stored.read_bytes() == (DATA / "items.jsonl").read_bytes()
     assert [p.name for p in stored.parent.iterdir()] == [stored.name]
