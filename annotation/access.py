@@ -1,7 +1,8 @@
 """Explicit access checks for rating studies, shared by pages and the API.
 
 404 for a study the user may not know exists (not a member); 403 for a member whose role
-does not allow the action.
+does not allow the action. A clinician acts only as a clinician, whatever other role old
+memberships still give them (see services.membership.acting_roles).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.http import Http404
 
 from annotation.models import RatingStudy, StudyMembership
 from annotation.selectors import roles_in_study
+from annotation.services.membership import acting_roles
 
 Role = StudyMembership.Role
 # Who may read a study's aggregate progress and exports.
@@ -23,17 +25,26 @@ STUDY_READERS = (Role.COORDINATOR, Role.RESEARCHER)
 def get_study_for_user(
     *, user: AbstractBaseUser, study_id: int, allowed_roles: Iterable[str]
 ) -> tuple[RatingStudy, set[str]]:
-    """The study, if the user is a member with one of `allowed_roles`.
+    """The study and the roles the user acts in, if one of them is in `allowed_roles`.
 
     Raises Http404 when the study does not exist or the user has no role in it, and
-    PermissionDenied when they have a role but not an allowed one.
+    PermissionDenied when they have a role but not an allowed one. A user who rates in the
+    study acts only as its clinician: a coordinator or researcher role they also hold
+    (memberships from before the rule) opens nothing that shows model names or others'
+    ratings.
     """
     study = RatingStudy.objects.filter(pk=study_id).first()
     if study is None:
         raise Http404("No such study.")
-    roles = roles_in_study(user=user, study=study)
-    if not roles:
+    held = roles_in_study(user=user, study=study)
+    if not held:
         raise Http404("No such study.")
+    roles = acting_roles(held)
     if not roles & set(allowed_roles):
+        if held & set(allowed_roles):
+            raise PermissionDenied(
+                "You rate in this study, and a clinician of a study holds no other role in "
+                "it: ask a coordinator or a site administrator to remove one of your roles."
+            )
         raise PermissionDenied("Your role in this study does not allow this.")
     return study, roles

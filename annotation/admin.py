@@ -1,6 +1,10 @@
+from django import forms
 from django.contrib import admin
 
 from annotation import models
+from annotation.errors import AnnotationError
+from annotation.services.membership import check_role_allowed
+from medhelm_site.domain_errors import add_to_form
 
 
 @admin.register(models.RubricTemplate)
@@ -14,9 +18,22 @@ class CriterionInline(admin.StackedInline):
 
 
 class MembershipInline(admin.TabularInline):
+    """Read only: members are added on the study's members page or as single memberships
+    below, where the blinding rule is checked."""
+
     model = models.StudyMembership
     extra = 0
-    autocomplete_fields = ["user"]
+    fields = ["user", "role", "pseudonym", "is_active"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(models.RatingStudy)
@@ -35,8 +52,44 @@ class ItemAdmin(admin.ModelAdmin):
     raw_id_fields = ["taxonomy_node"]
 
 
+class StudyMembershipForm(forms.ModelForm):
+    """A membership as a site administrator edits it, refused as the members page refuses
+    it when it breaks the blinding rule (services.membership.role_clash)."""
+
+    class Meta:
+        model = models.StudyMembership
+        fields = ["study", "user", "role", "pseudonym", "is_active"]
+
+    def clean(self):
+        cleaned = super().clean()
+        saved = self.instance
+        # On a change the study, user and role are read-only: they come from the row.
+        study = cleaned.get("study", saved.study if saved.study_id else None)
+        user = cleaned.get("user", saved.user if saved.user_id else None)
+        role = cleaned.get("role", saved.role)
+        if study and user and role:
+            try:
+                check_role_allowed(
+                    study=study,
+                    user=user,
+                    role=role,
+                    active=bool(cleaned.get("is_active")),
+                    ignore=self.instance.pk,
+                )
+            except AnnotationError as exc:
+                add_to_form(self, exc)
+        return cleaned
+
+
 @admin.register(models.StudyMembership)
 class StudyMembershipAdmin(admin.ModelAdmin):
+    form = StudyMembershipForm
+
+    def get_readonly_fields(self, request, obj=None):
+        # A membership's study, user and role are its history (who has seen what): an
+        # existing one can be renamed or (de)activated, not turned into another role.
+        return ["study", "user", "role"] if obj is not None else []
+
     list_display = ["study", "user", "role", "pseudonym", "is_active"]
     list_filter = ["role", "is_active"]
     search_fields = ["user__username", "pseudonym"]

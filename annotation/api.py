@@ -1,7 +1,8 @@
 """REST API for rating studies: input parsing and access checks, then one selector or service.
 
 Access follows the pages: 404 for a study (or assignment) the user may not know exists,
-403 for a role that may not do this. An AnnotationError from a service answers 400 with the
+403 for a role that may not do this. A rater's assignment is addressed by its opaque handle,
+never by an id (ids follow import order, which would group outputs by model). An AnnotationError from a service answers 400 with the
 field and reason (medhelm_site.domain_errors.api_exception_handler); anything else is a 500.
 """
 
@@ -35,9 +36,9 @@ from annotation.serializers import (
 )
 
 
-def _own_assignment(request: Request, assignment_id: int) -> Assignment:
+def _own_assignment(request: Request, handle: str) -> Assignment:
     """The requesting clinician's own assignment, else 404 (it is none of their business)."""
-    assignment = selectors.clinician_assignment(user=request.user, assignment_id=assignment_id)
+    assignment = selectors.clinician_assignment(user=request.user, handle=handle)
     if assignment is None:
         raise Http404("No such assignment in your queue.")
     get_study_for_user(
@@ -126,14 +127,14 @@ class AssignmentApi(APIView):
     @extend_schema(
         responses=RaterItemSerializer, summary="One of my assignments, as a rater sees it"
     )
-    def get(self, request: Request, assignment_id: int) -> Response:
-        assignment = _own_assignment(request, assignment_id)
+    def get(self, request: Request, handle: str) -> Response:
+        assignment = _own_assignment(request, handle)
         return Response(RaterItemSerializer(selectors.rater_item(assignment=assignment)).data)
 
 
-def _write_answers(request: Request, assignment_id: int, service) -> Response:
+def _write_answers(request: Request, handle: str, service) -> Response:
     """Parse the answers, run the draft or submit service, answer with the rater's view."""
-    assignment = _own_assignment(request, assignment_id)
+    assignment = _own_assignment(request, handle)
     answers, seconds = _answers(request.data)
     assignment = service(
         assignment_id=assignment.pk,
@@ -148,8 +149,8 @@ class DraftApi(APIView):
     """Autosave. PUT (or POST, for a closing page) the answers entered so far."""
 
     @extend_schema(request=AnswersSerializer, responses=RaterItemSerializer)
-    def put(self, request: Request, assignment_id: int) -> Response:
-        return _write_answers(request, assignment_id, services.save_draft)
+    def put(self, request: Request, handle: str) -> Response:
+        return _write_answers(request, handle, services.save_draft)
 
     post = put
 
@@ -158,14 +159,14 @@ class SubmitApi(APIView):
     """Submit or revise every criterion of an assignment. Idempotent."""
 
     @extend_schema(request=AnswersSerializer, responses=RaterItemSerializer)
-    def post(self, request: Request, assignment_id: int) -> Response:
-        return _write_answers(request, assignment_id, services.submit_assignment)
+    def post(self, request: Request, handle: str) -> Response:
+        return _write_answers(request, handle, services.submit_assignment)
 
 
 class FlagApi(APIView):
     @extend_schema(request=FlagSerializer, responses=RaterItemSerializer)
-    def post(self, request: Request, assignment_id: int) -> Response:
-        assignment = _own_assignment(request, assignment_id)
+    def post(self, request: Request, handle: str) -> Response:
+        assignment = _own_assignment(request, handle)
         serializer = FlagSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         assignment = services.flag_assignment(

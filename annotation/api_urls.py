@@ -13,10 +13,9 @@ urlpatterns = [
     path("studies/<int:study_id>/lock/", api.LockApi.as_view(), name="lock"),
     path("studies/<int:study_id>/members/", api.MembersApi.as_view(), name="members"),
     path("studies/<int:study_id>/ratings/", api.RatingsExportApi.as_view(), name="ratings-export"),
-    path("assignments/<int:assignment_id>/", api.AssignmentApi.as_view(), name="assignment"),
-    path("assignments/<int:assignment_id>/draft/", api.DraftApi.as_view(), name="assignment-draft"),
-    path(
-        "assignments/<int:assignment_id>/submit/", api.SubmitApi.as_view(), name="assignment-submit"
-    ),
-    path("assignments/<int:assignment_id>/flag/", api.FlagApi.as_view(), name="assignment-flag"),
+    # A rater's assignment by its opaque handle (Assignment.handle), never by its id.
+    path("assignments/<slug:handle>/", api.AssignmentApi.as_view(), name="assignment"),
+    path("assignments/<slug:handle>/draft/", api.DraftApi.as_view(), name="assignment-draft"),
+    path("assignments/<slug:handle>/submit/", api.SubmitApi.as_view(), name="assignment-submit"),
+    path("assignments/<slug:handle>/flag/", api.FlagApi.as_view(), name="assignment-flag"),
 ]

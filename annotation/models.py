@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -158,6 +160,16 @@ class StudyMembership(models.Model):
         return f"{self.user} as {self.role} in {self.study}"
 
 
+def new_assignment_handle() -> str:
+    """A fresh opaque address for one assignment: 128 random bits, URL-safe (22 characters).
+
+    Raters see an assignment only by its handle: unlike the row id it says nothing about
+    when, or from which import, the item came (ids follow import order, and an import
+    usually holds one model).
+    """
+    return secrets.token_urlsafe(16)
+
+
 class Assignment(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Not started"
@@ -167,6 +179,13 @@ class Assignment(models.Model):
 
     study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="assignments")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    handle = models.CharField(
+        max_length=32,
+        unique=True,
+        default=new_assignment_handle,
+        editable=False,
+        help_text="The rater's only name for this assignment (URLs, API): random, unordered.",
+    )
     clinician = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
     )

@@ -1,4 +1,5 @@
-"""API shapes. Rater-facing serializers never include the model name."""
+"""API shapes. Rater-facing serializers never include the model name, nor an item or
+assignment id: a rater addresses an assignment by its opaque handle only."""
 
 from __future__ import annotations
 
@@ -34,7 +35,6 @@ class StudySerializer(serializers.ModelSerializer):
 
 
 class QueueItemSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
     input_text = serializers.CharField()
     taxonomy_node = serializers.CharField(source="taxonomy_node.name", default=None)
 
@@ -44,7 +44,7 @@ class QueueAssignmentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assignment
-        fields = ["id", "position", "status", "flagged", "submitted_at", "item"]
+        fields = ["handle", "position", "status", "flagged", "submitted_at", "item"]
 
 
 class AnswerSerializer(serializers.Serializer):
@@ -68,7 +68,7 @@ class FlagSerializer(serializers.Serializer):
 class RaterItemSerializer(serializers.Serializer):
     """The rater's view of an assignment: no model name, no one else's ratings."""
 
-    assignment_id = serializers.IntegerField()
+    handle = serializers.CharField()
     position = serializers.IntegerField()
     status = serializers.CharField()
     flagged = serializers.BooleanField()

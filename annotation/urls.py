@@ -15,5 +15,6 @@ urlpatterns = [
     path("<int:study_id>/export/ratings.<str:fmt>", coordinator.export_ratings, name="export"),
     path("<int:study_id>/queue/", home.queue, name="queue"),
     path("<int:study_id>/rate/", rating.resume, name="resume"),
-    path("<int:study_id>/rate/<int:assignment_id>/", rating.rate, name="rate"),
+    # A rater's assignment by its opaque handle (Assignment.handle), never by its id.
+    path("<int:study_id>/rate/<slug:handle>/", rating.rate, name="rate"),
 ]

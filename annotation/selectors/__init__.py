@@ -17,6 +17,7 @@ from annotation.selectors.exports import EXPORT_COLUMNS, ValueChoice, rating_exp
 from annotation.selectors.members import (
     account_by_username,
     account_named,
+    role_clashes,
     study_member,
     study_members,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "rater_item",
     "rating_export_rows",
     "resume_point",
+    "role_clashes",
     "roles_in_study",
     "studies_for",
     "studies_with_any_role",

@@ -7,6 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from annotation.models import RatingStudy, StudyMembership
+from annotation.services.membership import role_clash
 
 
 def study_members(*, study: RatingStudy) -> QuerySet[StudyMembership]:
@@ -16,6 +17,31 @@ def study_members(*, study: RatingStudy) -> QuerySet[StudyMembership]:
         .select_related("user")
         .order_by("role", "pseudonym")
     )
+
+
+def role_clashes(*, study: RatingStudy) -> list[str]:
+    """Why each active clinician who also holds another role breaks the blinding rule.
+
+    Only memberships from before the rule can do so (the service refuses new ones). Access
+    treats such a user as a clinician only; the coordinators see the list to resolve it.
+    """
+    clinicians = StudyMembership.objects.filter(
+        study=study, role=StudyMembership.Role.CLINICIAN, is_active=True
+    )
+    doubled = (
+        clinicians.filter(
+            user__study_memberships__study=study,
+            user__study_memberships__role__in=[
+                StudyMembership.Role.COORDINATOR,
+                StudyMembership.Role.RESEARCHER,
+            ],
+        )
+        .select_related("user")
+        .distinct()
+        .order_by("pseudonym")
+    )
+    reasons = (role_clash(study=study, user=m.user, role=m.role, ignore=m.pk) for m in doubled)
+    return [r for r in reasons if r]
 
 
 def study_member(*, study: RatingStudy, membership_id: object) -> StudyMembership | None:

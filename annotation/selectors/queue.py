@@ -1,6 +1,8 @@
 """Reads for the clinician: their queues, one assignment as a rater sees it, where it sits.
 
-Nothing here returns a model name to a clinician-facing caller.
+Nothing here returns a model name to a clinician-facing caller, nor any id: a rater knows
+an assignment only by its opaque handle. Item and assignment ids follow import order, and
+an import usually holds one model, so an id would let a rater group outputs by model.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def clinician_queue(*, study: RatingStudy, user: AbstractBaseUser) -> QuerySet[A
         .select_related("item", "item__taxonomy_node")
         .only(
             "id",
+            "handle",
             "position",
             "status",
             "flagged",
@@ -87,9 +90,9 @@ def clinician_queue(*, study: RatingStudy, user: AbstractBaseUser) -> QuerySet[A
 @dataclass(frozen=True)
 class RaterItem:
     """Everything a clinician may see about one assignment, and nothing more: no model name,
-    no other clinician's rating, no machine score."""
+    no other clinician's rating, no machine score, no id."""
 
-    assignment_id: int
+    handle: str
     position: int
     status: str
     flagged: bool
@@ -113,7 +116,7 @@ def rater_item(*, assignment: Assignment) -> RaterItem:
         )
     }
     return RaterItem(
-        assignment_id=assignment.pk,
+        handle=assignment.handle,
         position=assignment.position,
         status=assignment.status,
         flagged=assignment.flagged,
@@ -128,22 +131,21 @@ def rater_item(*, assignment: Assignment) -> RaterItem:
     )
 
 
-def own_assignment(
-    *, study: RatingStudy, user: AbstractBaseUser, assignment_id: int
-) -> Assignment | None:
+def own_assignment(*, study: RatingStudy, user: AbstractBaseUser, handle: str) -> Assignment | None:
+    """The user's own (not withdrawn) assignment of this study with this handle."""
     return (
-        Assignment.objects.filter(pk=assignment_id, study=study, clinician=user)
+        Assignment.objects.filter(handle=handle, study=study, clinician=user)
         .exclude(status=Assignment.Status.WITHDRAWN)
         .select_related("item", "item__taxonomy_node", "study")
         .first()
     )
 
 
-def clinician_assignment(*, user: AbstractBaseUser, assignment_id: int) -> Assignment | None:
-    """The user's own (not withdrawn) assignment in whatever study, with its study and item;
-    the caller still checks that the user is an active clinician of that study."""
+def clinician_assignment(*, user: AbstractBaseUser, handle: str) -> Assignment | None:
+    """The user's own (not withdrawn) assignment in whatever study, by its handle, with its
+    study and item; the caller still checks that the user is an active clinician of it."""
     return (
-        Assignment.objects.filter(pk=assignment_id, clinician=user)
+        Assignment.objects.filter(handle=handle, clinician=user)
         .exclude(status=Assignment.Status.WITHDRAWN)
         .select_related("study", "item", "item__taxonomy_node")
         .first()
@@ -155,9 +157,10 @@ class QueuePosition:
     index: int  # 1-based place in the clinician's own order
     total: int
     submitted: int
-    previous_id: int | None
-    next_id: int | None
-    next_unfinished_id: int | None
+    # the neighbours' handles
+    previous: str | None
+    next: str | None
+    next_unfinished: str | None
 
 
 def queue_position(*, assignment: Assignment) -> QueuePosition:
@@ -170,41 +173,44 @@ def queue_position(*, assignment: Assignment) -> QueuePosition:
         submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
         before=Count("id", filter=Q(position__lt=assignment.position)),
     )
-    previous_id = (
+    previous = (
         mine.filter(position__lt=assignment.position)
         .order_by("-position")
-        .values_list("id", flat=True)
+        .values_list("handle", flat=True)
         .first()
     )
-    next_id = (
+    following = (
         mine.filter(position__gt=assignment.position)
         .order_by("position")
-        .values_list("id", flat=True)
+        .values_list("handle", flat=True)
         .first()
     )
     unfinished = mine.exclude(status=Assignment.Status.SUBMITTED).exclude(pk=assignment.pk)
-    next_unfinished_id = (
+    next_unfinished = (
         unfinished.filter(position__gt=assignment.position)
         .order_by("position")
-        .values_list("id", flat=True)
+        .values_list("handle", flat=True)
         .first()
-        or unfinished.order_by("position").values_list("id", flat=True).first()
+        or unfinished.order_by("position").values_list("handle", flat=True).first()
     )
     return QueuePosition(
         index=counts["before"] + 1,
         total=counts["total"],
         submitted=counts["submitted"],
-        previous_id=previous_id,
-        next_id=next_id,
-        next_unfinished_id=next_unfinished_id,
+        previous=previous,
+        next=following,
+        next_unfinished=next_unfinished,
     )
 
 
-def resume_point(*, study: RatingStudy, user: AbstractBaseUser) -> int | None:
-    """The assignment a clinician left off at: a started draft first, else the next unstarted."""
+def resume_point(*, study: RatingStudy, user: AbstractBaseUser) -> str | None:
+    """The handle of the assignment a clinician left off at: a started draft first, else
+    the next unstarted."""
     mine = Assignment.objects.filter(study=study, clinician=user)
     for status in (Assignment.Status.IN_PROGRESS, Assignment.Status.PENDING):
-        found = mine.filter(status=status).order_by("position").values_list("id", flat=True).first()
+        found = (
+            mine.filter(status=status).order_by("position").values_list("handle", flat=True).first()
+        )
         if found is not None:
             return found
     return None

@@ -12,7 +12,13 @@ from django.db.models import Max, QuerySet
 from annotation import audit
 from annotation.design import Design, balanced_design
 from annotation.errors import AnnotationError
-from annotation.models import Assignment, Item, RatingStudy, StudyMembership
+from annotation.models import (
+    Assignment,
+    Item,
+    RatingStudy,
+    StudyMembership,
+    new_assignment_handle,
+)
 
 
 @transaction.atomic
@@ -121,12 +127,19 @@ def _new_assignments(
     study: RatingStudy, design: Design, kept: QuerySet[Assignment]
 ) -> list[Assignment]:
     """The design's new work as unsaved rows: after each clinician's kept work, in the
-    clinician's own random order."""
+    clinician's own random order, each with a fresh random handle (the only name its rater
+    sees it by: ids follow import order, handles follow nothing)."""
     fixed_positions = dict(
         kept.values("clinician_id").annotate(top=Max("position")).values_list("clinician_id", "top")
     )
     new_rows = [
-        Assignment(study=study, item_id=item_id, clinician_id=user_id, position=0)
+        Assignment(
+            study=study,
+            item_id=item_id,
+            clinician_id=user_id,
+            position=0,
+            handle=new_assignment_handle(),
+        )
         for item_id, user_ids in design.new_raters.items()
         for user_id in user_ids
     ]

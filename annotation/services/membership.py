@@ -19,16 +19,84 @@ PSEUDONYM_PREFIX = {
 }
 
 
+BLINDING_RULE = (
+    "a clinician of a study holds no other role in it: coordinators and researchers see "
+    "model names and every clinician's ratings, which raters must not"
+)
+
+
+def role_clash(
+    *,
+    study: RatingStudy,
+    user: AbstractBaseUser,
+    role: str,
+    active: bool = True,
+    ignore: int | None = None,
+) -> str | None:
+    """Why `user` may not hold `role` (active or not) in `study`, or None if they may.
+
+    The one place of the blinding rule. An active clinician holds no other role, and who has
+    ever held another role (even one since removed) has seen model names and never rates
+    the study. A former clinician may take another role; from then on they cannot rate
+    again. `ignore` is a membership being edited, not counted against itself.
+    """
+    others = StudyMembership.objects.filter(study=study, user=user)
+    if ignore is not None:
+        others = others.exclude(pk=ignore)
+    name = user.get_username()
+    if role == StudyMembership.Role.CLINICIAN:
+        if not active:
+            return None
+        held = others.exclude(role=role).order_by("-is_active", "role").first()
+        if held is not None:
+            tense = "is" if held.is_active else "was"
+            return f"{name} {tense} a {held.role} of this study; {BLINDING_RULE}"
+    elif others.filter(role=StudyMembership.Role.CLINICIAN, is_active=True).exists():
+        return f"{name} is a clinician of this study; {BLINDING_RULE}"
+    return None
+
+
+def check_role_allowed(
+    *,
+    study: RatingStudy,
+    user: AbstractBaseUser,
+    role: str,
+    active: bool = True,
+    ignore: int | None = None,
+) -> None:
+    """Raise AnnotationError (field "role") when the blinding rule forbids the membership."""
+    reason = role_clash(study=study, user=user, role=role, active=active, ignore=ignore)
+    if reason is not None:
+        raise AnnotationError(reason, field="role")
+
+
+def acting_roles(roles: set[str]) -> set[str]:
+    """The roles a user may act in, from the active roles they hold in one study.
+
+    Memberships written before the blinding rule may give one user the clinician role and
+    another: the clinician role wins (they stay blinded while they rate), and the other
+    roles are suspended until a coordinator or site administrator removes one of them.
+    """
+    if StudyMembership.Role.CLINICIAN in roles:
+        return {StudyMembership.Role.CLINICIAN}
+    return roles
+
+
 @transaction.atomic
 def add_member(
     *, study: RatingStudy, user: AbstractBaseUser, role: str, actor: AbstractBaseUser | None
 ) -> StudyMembership:
     """Give a user a role in a study, with a pseudonym stable for the life of the study.
 
-    Adding an existing member again reactivates them and keeps their pseudonym.
+    Adding an existing member again reactivates them and keeps their pseudonym. A clinician
+    holds no other role in the study (`role_clash`): that is refused, naming the clash.
     """
     if role not in StudyMembership.Role.values:
         raise AnnotationError(f"unknown role {role!r}", field="role")
+    # Membership changes of one study run one at a time: two requests giving one user two
+    # roles must not both pass the check.
+    RatingStudy.objects.select_for_update().get(pk=study.pk)
+    check_role_allowed(study=study, user=user, role=role)
     existing = (
         StudyMembership.objects.select_for_update()
         .filter(study=study, user=user, role=role)

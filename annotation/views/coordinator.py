@@ -139,7 +139,12 @@ def members(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(
         request,
         "annotation/members.html",
-        {"study": study, "form": form, "memberships": selectors.study_members(study=study)},
+        {
+            "study": study,
+            "form": form,
+            "memberships": selectors.study_members(study=study),
+            "clashes": selectors.role_clashes(study=study),
+        },
     )
 
 

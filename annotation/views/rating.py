@@ -1,4 +1,8 @@
-"""The clinician's rating page: one assignment, the rubric, keyboard-first."""
+"""The clinician's rating page: one assignment, the rubric, keyboard-first.
+
+The page and its links name assignments by their opaque handles only (see
+Assignment.handle): an id would follow import order, and so the model.
+"""
 
 from __future__ import annotations
 
@@ -47,21 +51,19 @@ def resume(request: HttpRequest, study_id: int) -> HttpResponse:
     study, _ = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
     )
-    assignment_id = selectors.resume_point(study=study, user=request.user)
-    if assignment_id is None:
+    handle = selectors.resume_point(study=study, user=request.user)
+    if handle is None:
         return redirect("annotation:queue", study_id=study.pk)
-    return redirect("annotation:rate", study_id=study.pk, assignment_id=assignment_id)
+    return redirect("annotation:rate", study_id=study.pk, handle=handle)
 
 
 @login_required
-def rate(request: HttpRequest, study_id: int, assignment_id: int) -> HttpResponse:
+def rate(request: HttpRequest, study_id: int, handle: str) -> HttpResponse:
     """Show one assignment; a POST submits it and moves on to the next unfinished one."""
     study, _ = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
     )
-    assignment = selectors.own_assignment(
-        study=study, user=request.user, assignment_id=assignment_id
-    )
+    assignment = selectors.own_assignment(study=study, user=request.user, handle=handle)
     if assignment is None:
         raise Http404("No such item in your queue.")
     if request.method != "POST":
@@ -77,10 +79,8 @@ def rate(request: HttpRequest, study_id: int, assignment_id: int) -> HttpRespons
         assignment.refresh_from_db()
         return _rating_page(request, study, assignment, posted=request.POST, errors=exc.as_dict())
     position = selectors.queue_position(assignment=assignment)
-    if position.next_unfinished_id:
-        return redirect(
-            "annotation:rate", study_id=study.pk, assignment_id=position.next_unfinished_id
-        )
+    if position.next_unfinished:
+        return redirect("annotation:rate", study_id=study.pk, handle=position.next_unfinished)
     return redirect(reverse("annotation:queue", kwargs={"study_id": study.pk}) + "?done=1")
 
 

@@ -50,9 +50,9 @@ def classify(method: str, path: str) -> str:
         return "login"
     if re.fullmatch(r"/studies/\d+/rate/", path):
         return "resume"
-    if re.fullmatch(r"/studies/\d+/rate/\d+/", path):
+    if re.fullmatch(r"/studies/\d+/rate/[-\w]+/", path):
         return "page"
-    if method == "POST" and re.fullmatch(r"/api/assignments/\d+/submit/", path):
+    if method == "POST" and re.fullmatch(r"/api/assignments/[-\w]+/submit/", path):
         return "submit"
     return "other"
 
@@ -85,7 +85,7 @@ class Clinician:
     token: str
     session: str
     exhausted: bool = False
-    submitted: list[int] = field(default_factory=list)
+    submitted: list[str] = field(default_factory=list)  # assignment handles
 
 
 @dataclass
@@ -130,13 +130,13 @@ async def clinician_client(
     failures = 0
     try:
         while time.perf_counter() < deadline and failures < 5:
-            aid = await open_next_page(visit)
-            if aid is None:
+            handle = await open_next_page(visit)
+            if handle is None:
                 failures += 1
                 continue
-            if aid < 0 or not submit:
+            if not handle or not submit:
                 return  # the queue is done (or a warm-up visit)
-            if not await submit_ratings(visit, aid):
+            if not await submit_ratings(visit, handle):
                 failures += 1
                 continue
             failures = 0
@@ -148,36 +148,36 @@ async def clinician_client(
         conn.close()
 
 
-async def open_next_page(visit: Visit) -> int | None:
-    """Follow the resume redirect to a rating page: its assignment id, -1 when the clinician
-    has rated everything, None on a failure."""
+async def open_next_page(visit: Visit) -> str | None:
+    """Follow the resume redirect to a rating page: its assignment handle, "" when the
+    clinician has rated everything, None on a failure."""
     eps, conn = visit.eps, visit.conn
     response = await timed(eps["resume"], conn, "GET", f"/studies/{visit.study_id}/rate/")
     if response is None or response.status != 302:
         return None
     path = urlsplit(response.header("location")).path
-    match = re.fullmatch(rf"/studies/{visit.study_id}/rate/(\d+)/", path)
+    match = re.fullmatch(rf"/studies/{visit.study_id}/rate/([-\w]+)/", path)
     if match is None:  # the queue page: this clinician has rated everything
         visit.clinician.exhausted = True
-        return -1
-    aid = int(match.group(1))
+        return ""
+    handle = match.group(1)
     page = await timed(eps["page"], conn, "GET", path)
     if page is None or page.status != 200:
         return None
-    if f'data-assignment="{aid}"'.encode() not in page.body:
+    if f'data-assignment="{handle}"'.encode() not in page.body:
         eps["page"].content_errors += 1
-    return aid
+    return handle
 
 
-async def submit_ratings(visit: Visit, aid: int) -> bool:
-    """Submit random valid values for assignment `aid`; True when it was answered 200."""
+async def submit_ratings(visit: Visit, handle: str) -> bool:
+    """Submit random valid values for the assignment `handle`; True when answered 200."""
     rng, ep = visit.rng, visit.eps["submit"]
     answers = {c["key"]: {"value": rng.randint(c["min"], c["max"])} for c in visit.criteria}
     body = json.dumps(
         {"answers": answers, "time_spent_seconds": round(rng.uniform(20, 240), 1)}
     ).encode()
     auth = {"Authorization": f"Token {visit.clinician.token}", "Content-Type": "application/json"}
-    path = f"/api/assignments/{aid}/submit/"
+    path = f"/api/assignments/{handle}/submit/"
     result = await timed(ep, visit.conn, "POST", path, headers=auth, body=body)
     if result is None or result.status != 200:
         return False
@@ -186,7 +186,7 @@ async def submit_ratings(visit: Visit, aid: int) -> bool:
             ep.content_errors += 1
     except ValueError:
         ep.content_errors += 1
-    visit.clinician.submitted.append(aid)
+    visit.clinician.submitted.append(handle)
     return True
 
 

@@ -20,7 +20,8 @@ HAVING count(r.id) <> %s OR count(DISTINCT c.id) <> %s
 """
 
 
-def integrity(url: str, study_id: int, ok_submits: set[int]) -> dict[str, Any]:
+def integrity(url: str, study_id: int, ok_submits: set[str]) -> dict[str, Any]:
+    """`ok_submits`: the handles of the assignments whose submit was answered 200."""
     import psycopg
 
     with psycopg.connect(url) as conn:
@@ -30,7 +31,8 @@ def integrity(url: str, study_id: int, ok_submits: set[int]) -> dict[str, Any]:
         submitted = {
             r[0]
             for r in conn.execute(
-                "SELECT id FROM annotation_assignment WHERE study_id = %s AND status = 'submitted'",
+                "SELECT handle FROM annotation_assignment"
+                " WHERE study_id = %s AND status = 'submitted'",
                 (study_id,),
             )
         }

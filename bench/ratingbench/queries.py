@@ -25,23 +25,23 @@ def internal_queries(params: dict[str, Any]) -> dict[str, Any]:
     # Warm this process up first (URL resolvers, templates, DRF): the second request counts.
     warm = client.get(client.get(f"/studies/{sid}/rate/")["Location"])
     assert warm.status_code == 200, warm.status_code
-    client.post("/api/assignments/0/submit/", data="{}", content_type="application/json")
+    client.post("/api/assignments/none/submit/", data="{}", content_type="application/json")
     response = capture(out, "resume", lambda: client.get(f"/studies/{sid}/rate/"))
     path = response["Location"]
-    aid = int(path.rstrip("/").rsplit("/", 1)[1])
+    handle = path.rstrip("/").rsplit("/", 1)[1]
     capture(out, "rating page", lambda: client.get(path))
     answers = {c["key"]: {"value": c["max"]} for c in params["criteria"]}
     capture(
         out,
         "submit",
         lambda: client.post(
-            f"/api/assignments/{aid}/submit/",
+            f"/api/assignments/{handle}/submit/",
             data=json.dumps({"answers": answers, "time_spent_seconds": 30.0}),
             content_type="application/json",
             HTTP_AUTHORIZATION=f"Token {params['token']}",
         ),
     )
-    out["assignment_id"] = aid
+    out["assignment"] = handle
     return out
 
 

@@ -217,7 +217,7 @@ def print_postgres(m: Measured) -> None:
         + ", ".join(
             f"{name} {q['count']} ({1000 * q['wall']:.0f} ms)"
             for name, q in m.queries.items()
-            if name != "assignment_id"
+            if name != "assignment"
         )
     )
 
@@ -225,7 +225,7 @@ def print_postgres(m: Measured) -> None:
 def print_queries(queries: dict[str, Any]) -> None:
     """--show-queries: the SQL of each request, long statements shortened."""
     for name, q in queries.items():
-        if name == "assignment_id":
+        if name == "assignment":
             continue
         print(f"\n-- {name} (HTTP {q['status']}): {q['count']} queries")
         for t, sql_text in q["queries"]:

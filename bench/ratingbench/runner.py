@@ -125,7 +125,7 @@ def measure(
     sampler.join()
     stats_after = pg_stats(url)
     load_after = os.getloadavg()
-    ok_submits = {aid for c in setup.clinicians for aid in c.submitted}
+    ok_submits = {handle for c in setup.clinicians for handle in c.submitted}
     check = integrity(url, setup.study_id, ok_submits)
     first = setup.clinicians[0]
     queries, _ = run_internal_step(

@@ -49,10 +49,10 @@ def test_nothing_a_clinician_receives_names_the_model_or_other_ratings(client, b
     responses = [
         client.get("/"),
         client.get(f"/studies/{study}/queue/"),
-        client.get(f"/studies/{study}/rate/{a.pk}/"),
+        client.get(f"/studies/{study}/rate/{a.handle}/"),
         client.get(f"/studies/{study}/rate/", follow=True),
         client.get(f"/api/studies/{study}/queue/"),
-        client.get(f"/api/assignments/{a.pk}/"),
+        client.get(f"/api/assignments/{a.handle}/"),
         client.get(f"/api/studies/{study}/"),
         client.get("/api/studies/"),
     ]
@@ -68,7 +68,7 @@ def test_model_text_is_escaped_with_simple_markdown_kept(client, blinded):
     clinician = blinded.clinicians[0]
     client.login(username=clinician.username, password=TEST_PASSWORD)
     a = Assignment.objects.get(clinician=clinician)
-    body = client.get(f"/studies/{blinded.study.pk}/rate/{a.pk}/").content.decode()
+    body = client.get(f"/studies/{blinded.study.pk}/rate/{a.handle}/").content.decode()
     assert "<script>alert(1)</script>" not in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
     assert "<li><strong>two</strong></li>" in body
@@ -80,13 +80,13 @@ def test_the_page_form_submits_and_moves_on(client, db):
     clinician = setup.clinicians[0]
     client.login(username=clinician.username, password=TEST_PASSWORD)
     first, second = Assignment.objects.filter(clinician=clinician).order_by("position")[:2]
-    url = f"/studies/{setup.study.pk}/rate/{first.pk}/"
+    url = f"/studies/{setup.study.pk}/rate/{first.handle}/"
     bad = client.post(url, {"c-accuracy": "4", "c-completeness": "3"})
     assert bad.status_code == 400 and "a value is required to submit" in bad.content.decode()
     good = client.post(
         url, {"c-accuracy": "4", "c-completeness": "3", "c-clarity": "5", "time_spent": "12"}
     )
-    assert good.status_code == 302 and good["Location"].endswith(f"/rate/{second.pk}/")
+    assert good.status_code == 302 and good["Location"].endswith(f"/rate/{second.handle}/")
     first.refresh_from_db()
     assert first.status == "submitted" and first.time_spent_seconds == 12
 
@@ -113,7 +113,7 @@ def test_page_queries_do_not_grow_with_the_study(client, page):
         client.force_login(user)
         url = {
             "queue": f"/studies/{setup.study.pk}/queue/",
-            "rate": f"/studies/{setup.study.pk}/rate/{mine[-1].pk}/",
+            "rate": f"/studies/{setup.study.pk}/rate/{mine[-1].handle}/",
             "dashboard": f"/studies/{setup.study.pk}/",
         }[page]
         counts.append(_queries(client, url))

@@ -28,13 +28,13 @@ def test_submit_then_read_back(setup):
     a = mine(setup)
     client = api_for(setup.clinicians[0])
     r = client.post(
-        f"/api/assignments/{a.pk}/submit/",
+        f"/api/assignments/{a.handle}/submit/",
         {"answers": FULL, "time_spent_seconds": 30},
         format="json",
     )
     assert r.status_code == 200, r.json()
     assert r.json()["status"] == "submitted"
-    got = client.get(f"/api/assignments/{a.pk}/").json()
+    got = client.get(f"/api/assignments/{a.handle}/").json()
     assert got["answers"]["clarity"] == {"value": 5, "cannot_assess": False, "comment": "clear"}
 
 
@@ -44,7 +44,7 @@ def test_retried_submit_is_idempotent(setup):
     for _ in range(3):
         assert (
             client.post(
-                f"/api/assignments/{a.pk}/submit/", {"answers": FULL}, format="json"
+                f"/api/assignments/{a.handle}/submit/", {"answers": FULL}, format="json"
             ).status_code
             == 200
         )
@@ -66,7 +66,7 @@ def test_retried_submit_is_idempotent(setup):
 def test_bad_submissions_get_400_naming_the_field_and_save_nothing(setup, payload, field, reason):
     a = mine(setup)
     r = api_for(setup.clinicians[0]).post(
-        f"/api/assignments/{a.pk}/submit/", payload, format="json"
+        f"/api/assignments/{a.handle}/submit/", payload, format="json"
     )
     assert r.status_code == 400
     body = r.json()
@@ -78,7 +78,7 @@ def test_bad_submissions_get_400_naming_the_field_and_save_nothing(setup, payloa
 def test_malformed_json_is_a_400(setup):
     a = mine(setup)
     r = api_for(setup.clinicians[0]).post(
-        f"/api/assignments/{a.pk}/submit/", data="{not json", content_type="application/json"
+        f"/api/assignments/{a.handle}/submit/", data="{not json", content_type="application/json"
     )
     assert r.status_code == 400 and "JSON parse error" in r.json()["detail"]
 
@@ -88,7 +88,7 @@ def test_someone_elses_assignment_is_404_and_untouched(setup):
     for url in ("", "draft/", "submit/", "flag/"):
         method = "get" if url == "" else "post"
         r = getattr(api_for(setup.clinicians[0]), method)(
-            f"/api/assignments/{theirs.pk}/{url}",
+            f"/api/assignments/{theirs.handle}/{url}",
             {"answers": FULL, "flagged": True, "reason": "x"},
             format="json",
         )
@@ -96,10 +96,28 @@ def test_someone_elses_assignment_is_404_and_untouched(setup):
     assert not Rating.objects.exists()
 
 
+def test_an_assignment_id_is_no_address(setup, client):
+    """A rater reaches their own assignment by its handle only: by its id (which follows
+    import order) every page and endpoint answers 404 and nothing changes."""
+    a = mine(setup)
+    api = api_for(setup.clinicians[0])
+    for url in ("", "draft/", "submit/", "flag/"):
+        method = "get" if url == "" else "post"
+        payload = {"answers": FULL, "flagged": True, "reason": "x"}
+        r = getattr(api, method)(f"/api/assignments/{a.pk}/{url}", payload, format="json")
+        assert r.status_code == 404, url
+    client.force_login(setup.clinicians[0])
+    assert client.get(f"/studies/{setup.study.pk}/rate/{a.pk}/").status_code == 404
+    assert client.get(f"/studies/{setup.study.pk}/rate/{a.handle}/").status_code == 200
+    assert not Rating.objects.exists()
+
+
 def test_coordinator_and_researcher_cannot_rate(setup):
     a = mine(setup)
     for user in (setup.coordinator, setup.researcher, setup.outsider):
-        r = api_for(user).post(f"/api/assignments/{a.pk}/submit/", {"answers": FULL}, format="json")
+        r = api_for(user).post(
+            f"/api/assignments/{a.handle}/submit/", {"answers": FULL}, format="json"
+        )
         assert r.status_code == 404
 
 
@@ -110,7 +128,7 @@ def test_locked_study_answers_400_with_the_reason(setup):
     )
     assert lock.status_code == 200 and lock.json()["is_locked"] is True
     r = api_for(setup.clinicians[0]).post(
-        f"/api/assignments/{a.pk}/submit/", {"answers": FULL}, format="json"
+        f"/api/assignments/{a.handle}/submit/", {"answers": FULL}, format="json"
     )
     assert r.status_code == 400 and "locked" in str(r.json()["study"])
     assert (
@@ -125,7 +143,7 @@ def test_draft_autosave_and_closing_page_beacon(setup):
     a = mine(setup)
     client = api_for(setup.clinicians[0])
     r = client.put(
-        f"/api/assignments/{a.pk}/draft/",
+        f"/api/assignments/{a.handle}/draft/",
         {"answers": {"accuracy": {"value": 2}}, "time_spent_seconds": 3},
         format="json",
     )
@@ -134,7 +152,7 @@ def test_draft_autosave_and_closing_page_beacon(setup):
     import json
 
     r = client.post(
-        f"/api/assignments/{a.pk}/draft/",
+        f"/api/assignments/{a.handle}/draft/",
         {"payload": json.dumps({"answers": {"accuracy": {"value": 3}}})},
     )
     assert r.status_code == 200
@@ -146,9 +164,11 @@ def test_exports_in_long_format_with_pseudonyms_only(setup):
 
     a = mine(setup)
     clinician = setup.clinicians[0]
-    api_for(clinician).post(f"/api/assignments/{a.pk}/submit/", {"answers": FULL}, format="json")
     api_for(clinician).post(
-        f"/api/assignments/{a.pk}/submit/",
+        f"/api/assignments/{a.handle}/submit/", {"answers": FULL}, format="json"
+    )
+    api_for(clinician).post(
+        f"/api/assignments/{a.handle}/submit/",
         {"answers": {**FULL, "accuracy": {"value": 1, "comment": "dose"}}},
         format="json",
     )

@@ -54,7 +54,7 @@ def test_a_retried_api_submit_is_answered_as_the_first(setup):
     a = first_assignment(setup)
     client = APIClient()
     client.force_authenticate(setup.clinicians[0])
-    url = f"/api/assignments/{a.pk}/submit/"
+    url = f"/api/assignments/{a.handle}/submit/"
 
     first = client.post(url, PAYLOAD, format="json")
     retries = [client.post(url, PAYLOAD, format="json") for _ in range(3)]

@@ -28,7 +28,7 @@ def test_change_made_offline_survives_reopening_and_then_reaches_the_server(
 ):
     s = keyboard_study
     item = s.queue[0]
-    storage_key = f"medhelm-draft-{item.pk}"
+    storage_key = f"medhelm-draft-{item.handle}"
     context = new_context()
     page = log_in(context, live_server, RATER)
     page.get_by_role("link", name="Continue rating").click()

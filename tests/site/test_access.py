@@ -102,8 +102,8 @@ def _path(url: str, setup) -> str:
     return url.format(
         study=setup.study.pk,
         missing=setup.study.pk + 999,
-        assignment=mine.pk,
-        other_assignment=other.pk,
+        assignment=mine.handle,
+        other_assignment=other.handle,
     )
 
 

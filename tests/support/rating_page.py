@@ -78,7 +78,7 @@ class ResponseLog:
 
 def rate_url(live_server, assignment: Assignment) -> str:
     path = reverse(
-        "annotation:rate", kwargs={"study_id": assignment.study_id, "assignment_id": assignment.pk}
+        "annotation:rate", kwargs={"study_id": assignment.study_id, "handle": assignment.handle}
     )
     return live_server.url + path
 
