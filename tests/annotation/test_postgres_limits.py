@@ -52,7 +52,7 @@ def test_the_rating_page_shows_a_nul_comment_beside_its_criterion(client, submit
     before = _stored(assignment)
     client.login(username=clinician.username, password=TEST_PASSWORD)
     response = client.post(
-        f"/studies/{setup.study.pk}/rate/{assignment.pk}/",
+        f"/studies/{setup.study.pk}/rate/{assignment.handle}/",
         {
             "c-accuracy": "1",
             "c-completeness": "3",
@@ -70,7 +70,7 @@ def test_the_draft_api_refuses_a_nul_comment(client, submitted):
     before = _stored(assignment)
     client.login(username=clinician.username, password=TEST_PASSWORD)
     response = client.post(
-        f"/api/assignments/{assignment.pk}/draft/",
+        f"/api/assignments/{assignment.handle}/draft/",
         {"answers": {"accuracy": {"value": 1, "comment": "wrong\x00dose"}}},
         content_type="application/json",
     )
