@@ -297,7 +297,7 @@
       if (!unsaved()) { leaving = true; proceed(); return; }
       leaveText.textContent = submitted()
         ? "Your change to this submitted rating is not saved. The server keeps your submitted rating unless you stay and press Submit revision."
-        : "Your latest change is not saved on the server" + (problem ? " (" + problem.replace(/^Not saved: /, "").replace(/; will retry$/, "") + ")" : "")
+        : "Your latest change is not saved on the server" + (problem ? ": " + problem.replace(/^(Not saved|Offline): /, "").replace(/; will retry$/, "") : "")
           + ". If you leave and keep it, this browser sends it when you come back to this item.";
       onLeave = proceed;
       leaveDialog.returnValue = "";
