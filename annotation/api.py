@@ -146,7 +146,11 @@ def _write_answers(request: Request, handle: str, service) -> Response:
 
 
 class DraftApi(APIView):
-    """Autosave. PUT (or POST, for a closing page) the answers entered so far."""
+    """Autosave. PUT (or POST, for a closing page) the answers entered so far.
+
+    A submitted assignment refuses answers that differ from its submitted ones (400 on
+    "answers"): only a submit revises it. {"answers": {}} with time_spent_seconds adds time.
+    """
 
     @extend_schema(request=AnswersSerializer, responses=RaterItemSerializer)
     def put(self, request: Request, handle: str) -> Response:

@@ -171,12 +171,17 @@ def save_draft(
     answers: Mapping[str, CriterionAnswer],
     time_spent_seconds: float = 0.0,
 ) -> Assignment:
-    """Autosave: keep what the clinician has entered so far. A submitted assignment keeps its
-    submitted values until the clinician submits again (drafts never overwrite them)."""
+    """Autosave: keep what the clinician has entered so far.
+
+    A submitted rating changes only by submitting again (which writes its audit rows): a
+    draft that would change it is refused (AnnotationError on "answers"), so that no client
+    shows it as saved. A draft without changes (e.g. no answers) only adds time on item.
+    """
     assignment = _lock_assignment(assignment_id, clinician)
     criteria = _check_answers(study=assignment.study, answers=answers, complete=False)
     seconds = _checked_seconds(time_spent_seconds)
     if assignment.status == Assignment.Status.SUBMITTED:
+        _refuse_changes_to_submitted(assignment, answers)
         # Only time on item changes; updated_at stays, since it versions the answers (the
         # page's local copy of a revision in progress is tied to it).
         Assignment.objects.filter(pk=assignment.pk).update(
@@ -190,6 +195,30 @@ def save_draft(
     assignment.time_spent_seconds += seconds
     assignment.save(update_fields=["status", "started_at", "time_spent_seconds", "updated_at"])
     return assignment
+
+
+def _refuse_changes_to_submitted(
+    assignment: Assignment, answers: Mapping[str, CriterionAnswer]
+) -> None:
+    stored = {
+        key: {"value": value, "cannot_assess": cannot_assess, "comment": comment}
+        for key, value, cannot_assess, comment in Rating.objects.filter(
+            assignment=assignment
+        ).values_list("criterion__key", "value", "cannot_assess", "comment")
+    }
+    empty = {"value": None, "cannot_assess": False, "comment": ""}  # a criterion without a row
+    changed = sorted(
+        key
+        for key, answer in answers.items()
+        if stored.get(key, empty)
+        != {"value": answer.value, "cannot_assess": answer.cannot_assess, "comment": answer.comment}
+    )
+    if changed:
+        raise AnnotationError(
+            f"this rating is submitted: a draft cannot change it ({', '.join(changed)}); "
+            "submit the revision to replace your submitted rating",
+            field="answers",
+        )
 
 
 def _checked_seconds(seconds: float) -> float:

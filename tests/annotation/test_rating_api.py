@@ -159,6 +159,32 @@ def test_draft_autosave_and_closing_page_beacon(setup):
     assert Rating.objects.get(assignment=a, criterion__key="accuracy").value == 3
 
 
+def test_a_draft_to_a_submitted_assignment_is_refused_unless_it_changes_nothing(setup):
+    """The autosave of a submitted item never answers as if it had saved a change."""
+    a = mine(setup)
+    client = api_for(setup.clinicians[0])
+    submit = client.post(f"/api/assignments/{a.pk}/submit/", {"answers": FULL}, format="json")
+    assert submit.status_code == 200
+    r = client.put(
+        f"/api/assignments/{a.pk}/draft/",
+        {"answers": {**FULL, "accuracy": {"value": 1}}, "time_spent_seconds": 3},
+        format="json",
+    )
+    assert r.status_code == 400
+    assert "submitted" in " ".join(r.json()["answers"]) and "accuracy" in str(r.json())
+    assert Rating.objects.get(assignment=a, criterion__key="accuracy").value == 4
+    # A time-only draft is how the page reports time spent on a revision.
+    spent = Assignment.objects.get(pk=a.pk).time_spent_seconds
+    r = client.put(
+        f"/api/assignments/{a.pk}/draft/",
+        {"answers": {}, "time_spent_seconds": 3},
+        format="json",
+    )
+    assert r.status_code == 200 and r.json()["status"] == "submitted"
+    assert r.json()["answers"]["accuracy"]["value"] == 4
+    assert Assignment.objects.get(pk=a.pk).time_spent_seconds == spent + 3
+
+
 def test_exports_in_long_format_with_pseudonyms_only(setup):
     from annotation import services
 

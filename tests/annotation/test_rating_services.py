@@ -81,13 +81,57 @@ def test_a_draft_saves_partial_answers_and_marks_the_assignment_started(setup):
     assert Rating.objects.get(assignment=a).value == 3
 
 
-def test_a_draft_never_overwrites_submitted_values(setup):
+def _stored(a: Assignment) -> tuple[dict, list, float]:
+    """What a draft must not touch: the assignment's fields and rating rows, and time."""
+    row = Assignment.objects.values("status", "updated_at", "submitted_at").get(pk=a.pk)
+    ratings = list(Rating.objects.filter(assignment=a).order_by("pk").values())
+    return row, ratings, Assignment.objects.get(pk=a.pk).time_spent_seconds
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"accuracy": A(value=1)},
+        {"accuracy": A(value=4, comment="a new comment")},
+        {"completeness": A(value=None)},
+        {**FULL_ANSWERS, "clarity": A(value=2)},
+    ],
+)
+def test_a_draft_that_would_change_a_submitted_rating_is_refused_and_changes_nothing(setup, change):
+    """Only a submit revises a submitted rating (with its audit rows): a draft that differs
+    is refused, so that no client can take it for saved."""
     a = first_assignment(setup)
     clinician = setup.clinicians[0]
-    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS)
-    services.save_draft(assignment_id=a.pk, clinician=clinician, answers={"accuracy": A(value=1)})
-    assert Rating.objects.get(assignment=a, criterion__key="accuracy").value == 4
-    assert Assignment.objects.get(pk=a.pk).status == "submitted"
+    services.submit_assignment(
+        assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS, time_spent_seconds=7
+    )
+    before = _stored(a)
+    with pytest.raises(AnnotationError) as info:
+        services.save_draft(
+            assignment_id=a.pk, clinician=clinician, answers=change, time_spent_seconds=5
+        )
+    assert info.value.field == "answers"
+    changed = sorted(k for k, v in change.items() if v != FULL_ANSWERS.get(k))
+    assert "submitted" in info.value.message and "submit" in info.value.message
+    assert all(key in info.value.message for key in changed)
+    assert _stored(a) == before
+    assert not AuditEvent.objects.filter(action="rating.revise").exists()
+
+
+@pytest.mark.parametrize("answers", [{}, FULL_ANSWERS, {"accuracy": FULL_ANSWERS["accuracy"]}])
+def test_a_draft_of_a_submitted_rating_without_changes_only_adds_time(setup, answers):
+    """Time spent looking at (or abandoning) a revision still counts; the rating's version
+    (updated_at, which ties the page's local copy to it) stays."""
+    a = first_assignment(setup)
+    clinician = setup.clinicians[0]
+    services.submit_assignment(
+        assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS, time_spent_seconds=7
+    )
+    row, ratings, seconds = _stored(a)
+    services.save_draft(
+        assignment_id=a.pk, clinician=clinician, answers=answers, time_spent_seconds=5
+    )
+    assert _stored(a) == (row, ratings, seconds + 5)
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,9 @@
 // The rating page: keyboard-first scoring, autosaved drafts, time on item.
-// Nothing is lost on a closed tab, reload or dropped connection: every change is written to
-// localStorage at once and to the server shortly after; a draft the server has not confirmed
-// is restored from localStorage on the next visit and sent again.
+// Nothing is lost on a closed tab, reload or dropped connection: every change the server does
+// not hold is written to localStorage at once, and a draft goes to the server shortly after.
+// Nothing is shown as saved that the server does not hold: a change to a submitted rating is
+// an unsaved revision until Submit revision, a copy kept in this browser is shown as not
+// saved on the next visit, and leaving with an unsaved change asks first.
 (function () {
   "use strict";
   const form = document.getElementById("rating-form");
@@ -13,8 +15,6 @@
   const saveState = document.getElementById("save-state");
   const fieldsets = Array.from(form.querySelectorAll("fieldset.criterion"));
   let active = 0;
-  let dirty = false;
-  let saveTimer = null;
   let unsentMs = 0;
   let visibleSince = document.visibilityState === "visible" ? performance.now() : null;
 
@@ -61,54 +61,178 @@
     }
   }
 
-  // --- drafts ------------------------------------------------------------------------------
-  // The local copy records the server version (data-updated, the server's own clock) it was
-  // made from: it is restored only while the server still holds that version, so a wrong
-  // clock on a clinic PC can never discard or resurrect answers.
-  let localVersion = 0;  // bumped on every change; a save confirms the version it carried
-  function show(text) { if (saveState) saveState.textContent = text; }
+  // --- what the server holds, and how the form differs from it -------------------------
+  // The one source of every word the page shows about saving: the server's answers as last
+  // heard from it (the page's own copy first, then each draft response) compared with the form.
+  // A submitted rating changes only by submitting again (with its audit rows), so on a
+  // submitted item a change is an unsaved revision until Submit revision; on any other item a
+  // change is unsaved until a draft response holds the same answers.
+  const server = {
+    status: form.dataset.status,
+    updated: form.dataset.updated,  // the server's own clock: versions the local copy
+    answers: JSON.parse(document.getElementById("server-answers").textContent),
+  };
+  const keys = fieldsets.map((fs) => fs.dataset.key);
+  const submitted = () => server.status === "submitted";
+  function same(a, b) {
+    a = a || {}; b = b || {};
+    const value = (x) => (x.value === undefined ? null : x.value);
+    const text = (x) => (x.comment || "").replace(/\r\n?/g, "\n");
+    return value(a) === value(b) && !!a.cannot_assess === !!b.cannot_assess && text(a) === text(b);
+  }
+  function differing(local) { return keys.filter((k) => !same(local[k], server.answers[k])); }
+  function unsaved() { return !locked && differing(answers()).length > 0; }
+
+  // --- the local copy: kept exactly while the form holds something the server does not ---
   function remember() {
-    localVersion += 1;
+    if (locked) return;
+    if (!unsaved()) { forget(); return; }
     try {
-      localStorage.setItem(storageKey, JSON.stringify({ answers: answers(), base: form.dataset.updated }));
-    } catch (e) { /* storage full or disabled: the server copy still follows */ }
+      localStorage.setItem(storageKey, JSON.stringify({ answers: answers(), base: server.updated }));
+    } catch (e) { /* storage full or disabled: the page still says what is not saved */ }
   }
   function forget() { try { localStorage.removeItem(storageKey); } catch (e) { /* ignore */ } }
 
+  // --- what the page says ------------------------------------------------------------------
+  const banner = document.getElementById("unsaved");
+  const bannerTitle = document.getElementById("unsaved-title");
+  const bannerText = document.getElementById("unsaved-text");
+  const bannerSubmit = document.getElementById("unsaved-submit");
+  const statusBadge = document.querySelector("[data-testid=status]");
+  const submitButton = document.getElementById("submit-button");
+  let saving = null;        // the draft request in flight, if any
+  let problem = null;       // why the last draft did not reach the server, until one does
+  let restored = false;     // the unsaved answers came from this browser's copy, not this visit
+  let confirmed = false;    // a draft sent during this visit is held by the server
+  let overtaken = false;    // the item was submitted elsewhere (another tab) during this visit
+  let note = "";            // a one-off remark (a discarded change), until the next change
+  const SUBMITTED_BODY = " Submit revision replaces it with the answers shown here; Discard change goes back to it.";
+  function render() {
+    const diff = locked ? [] : differing(answers());
+    fieldsets.forEach((fs) => markCriterion(fs, submitted() && diff.includes(fs.dataset.key)));
+    let state = "";
+    let body = "";
+    if (!diff.length) {
+      state = note || (confirmed && !submitted() ? "Draft saved" : "");
+    } else if (submitted()) {
+      if (overtaken) {
+        state = "Not saved: this item was submitted meanwhile, from another tab or device";
+        body = "The server holds that submitted rating (shown beside each criterion that differs)." + SUBMITTED_BODY;
+      } else if (restored) {
+        state = "Unsaved changes from this browser — not saved";
+        body = "The server still holds your submitted rating (shown beside each changed criterion)." + SUBMITTED_BODY;
+      } else {
+        state = "Unsaved revision — not saved";
+        body = "The server keeps your submitted rating until you press Submit revision. Discard change goes back to it.";
+      }
+    } else if (problem) {
+      state = problem;
+      body = "This browser keeps the change until the server has it. Discard change goes back to what the server holds.";
+    } else if (saving) {
+      state = "Saving…";
+    } else if (restored) {
+      state = "Unsaved changes from this browser — not saved yet";
+      body = "Sending them to the server as your draft…";
+    } else {
+      state = "Unsaved changes";
+    }
+    if (saveState) {
+      saveState.textContent = state;
+      saveState.classList.toggle("unsaved", diff.length > 0);
+    }
+    if (banner) {
+      banner.hidden = !body;
+      bannerTitle.textContent = body ? state : "";
+      bannerText.textContent = body;
+      bannerSubmit.hidden = !submitted();
+    }
+  }
+  function markCriterion(fs, changed) {
+    fs.classList.toggle("unsaved", changed);
+    let was = fs.querySelector(".was");
+    if (!changed) { if (was) was.remove(); return; }
+    if (!was) {
+      was = document.createElement("p");
+      was.className = "was";
+      fs.querySelector(".scale").after(was);
+    }
+    const held = server.answers[fs.dataset.key] || {};
+    const local = answers()[fs.dataset.key];
+    let text = "Submitted: " + (held.cannot_assess ? "cannot assess" : held.value === null || held.value === undefined ? "no score" : held.value);
+    if (!same({ comment: held.comment }, { comment: local.comment })) text += " (comment changed)";
+    was.textContent = text;
+  }
+  function reason(data, status) {
+    if (data && typeof data === "object") {
+      const parts = Object.entries(data).map(([field, msgs]) => {
+        const text = Array.isArray(msgs) ? msgs.join(" ") : String(msgs);
+        return ["detail", "answers", "non_field_errors"].includes(field) ? text : field + ": " + text;
+      });
+      if (parts.length) return parts.join("; ");
+    }
+    return "the server had an error (" + status + ")";
+  }
+
+  // --- drafts ------------------------------------------------------------------------------
+  let saveTimer = null;
+  let submitting = false;
+  let revisionSeconds = false;  // time spent on a revision not yet reported to the server
   function saveDraft(keepalive) {
-    if (locked || !dirty) return Promise.resolve();
+    if (locked || submitting) return Promise.resolve();
+    if (submitted()) return keepalive ? reportRevisionTime() : Promise.resolve();
+    if (saving) return saving.then(() => saveDraft(keepalive));  // one at a time, in order
+    const sent = answers();
+    if (!differing(sent).length) return Promise.resolve();
     const seconds = takeSeconds();
-    const sentVersion = localVersion;
-    const body = JSON.stringify({ answers: answers(), time_spent_seconds: seconds });
-    dirty = false;
-    show("Saving…");
-    const failed = () => { dirty = true; unsentMs += seconds * 1000; };
+    const notSent = () => { unsentMs += seconds * 1000; };
+    saving = fetch(form.dataset.draftUrl, {
+      method: "PUT",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+      body: JSON.stringify({ answers: sent, time_spent_seconds: seconds }),
+      credentials: "same-origin",
+      keepalive: !!keepalive,
+    }).then((response) => response.json().then((data) => [response, data], () => [response, null]))
+      .then(([response, data]) => {
+        saving = null;
+        if (response.ok && data) {
+          follow(data);
+          // Saved means the server's answer holds what was sent, not merely a 200.
+          const held = keys.every((k) => same(sent[k], server.answers[k]));
+          problem = held ? null : "Not saved: the server kept other answers";
+          confirmed = held;
+        } else {
+          notSent();
+          // A refusal (4xx) says what to change; a server error (5xx) may pass: try again.
+          problem = "Not saved: " + reason(data, response.status) + (response.status >= 500 ? "; will retry" : "");
+          if (response.status === 400) refresh();  // e.g. submitted meanwhile from another tab
+        }
+        remember();
+        render();
+        if (!problem && unsaved()) scheduleSave(400);  // changed while the request was out
+        else if (response.status >= 500) scheduleSave(5000);
+      }, () => {
+        saving = null;
+        notSent();
+        problem = "Offline: kept in this browser, not saved yet; will retry";
+        render();
+        scheduleSave(5000);
+      });
+    render();
+    return saving;
+  }
+  // Time spent on a revision counts even when it is discarded: a time-only draft (no
+  // answers) adds it, and leaves the submitted rating as it is.
+  function reportRevisionTime() {
+    if (!revisionSeconds && !unsaved()) return Promise.resolve();
+    revisionSeconds = false;
+    const seconds = takeSeconds();
     return fetch(form.dataset.draftUrl, {
       method: "PUT",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-      body: body,
+      body: JSON.stringify({ answers: {}, time_spent_seconds: seconds }),
       credentials: "same-origin",
-      keepalive: !!keepalive,
-    }).then((response) => {
-      if (response.ok) {
-        return response.json().then((data) => {
-          const newer = localVersion !== sentVersion;  // changed while the request was out
-          if (form.dataset.status !== "submitted") {
-            form.dataset.updated = String(data.updated_at_ms);
-            if (newer) remember(); else forget();
-          }
-          // A submitted item keeps its submitted values until "Save revision": its local
-          // copy stays, so that a revision in progress survives a reload.
-          show(newer || dirty ? "Unsaved changes" : "Draft saved");
-        });
-      }
-      failed();
-      return response.json().then((data) => show("Not saved: " + JSON.stringify(data)), () => show("Not saved (" + response.status + ")"));
-    }, () => {
-      failed();
-      show("Offline: kept in this browser, will retry");
-      scheduleSave(5000);
-    });
+      keepalive: true,
+    }).then(() => undefined, () => { unsentMs += seconds * 1000; });
   }
   function scheduleSave(delay) {
     clearTimeout(saveTimer);
@@ -116,26 +240,104 @@
   }
   function changed() {
     if (locked) return;
-    dirty = true;
+    note = "";
+    if (submitted()) revisionSeconds = true;
+    if (!unsaved()) { restored = false; problem = null; }
     remember();
-    show("Unsaved changes");
-    scheduleSave(400);
+    render();
+    if (!submitted()) scheduleSave(400);
   }
   form.addEventListener("change", changed);
   form.addEventListener("input", (e) => { if (e.target.tagName === "TEXTAREA") changed(); });
 
-  // Restore a draft the server never confirmed (closed tab, dropped connection).
+  function discard() {
+    clearTimeout(saveTimer);
+    const back = {};
+    for (const k of keys) back[k] = server.answers[k] || { value: null, cannot_assess: false, comment: "" };
+    apply(back);
+    forget();
+    restored = false;
+    problem = null;
+    note = submitted() ? "Change discarded: your submitted rating is shown" : "Change discarded: the form shows what the server holds";
+    render();
+  }
+  document.getElementById("unsaved-discard").addEventListener("click", discard);
+
+  // Coming back: a copy this browser kept is shown as what it is, never as saved. It is
+  // offered only while the server still holds the version it was made from, so a wrong clock
+  // on a clinic PC can never discard or resurrect answers.
   try {
     const stored = JSON.parse(localStorage.getItem(storageKey) || "null");
-    if (stored && stored.base !== form.dataset.updated) forget();  // the server moved on since
-    else if (stored && stored.answers && !locked) {
-      apply(stored.answers);
-      localVersion += 1;
-      dirty = true;
-      show("Restored answers saved in this browser");
-      scheduleSave(50);
+    if (stored && !locked) {
+      if (stored.base !== server.updated) {
+        const local = stored.answers || {};
+        if (differing(local).length) note = "An older unsaved change in this browser was dropped: this rating changed on the server since";
+        forget();
+      } else if (stored.answers) {
+        apply(stored.answers);
+        restored = unsaved();
+        if (!restored) forget();
+      }
     }
   } catch (e) { forget(); }
+  render();
+  if (unsaved() && !submitted()) scheduleSave(50);  // a kept copy, or answers a refused submit posted
+
+  // --- leaving -----------------------------------------------------------------------------
+  // Leaving with anything the server does not hold asks first: a draft is sent once more
+  // before that; a revision can only be submitted, so it asks at once.
+  const leaveDialog = document.getElementById("leave-dialog");
+  const leaveText = document.getElementById("leave-text");
+  let leaving = false;
+  let onLeave = null;
+  function leaveThen(proceed) {
+    if (locked || submitting) { leaving = true; proceed(); return; }
+    clearTimeout(saveTimer);
+    saveDraft(false).then(() => {
+      if (!unsaved()) { leaving = true; proceed(); return; }
+      leaveText.textContent = submitted()
+        ? "Your change to this submitted rating is not saved. The server keeps your submitted rating unless you stay and press Submit revision."
+        : "Your latest change is not saved on the server" + (problem ? ": " + problem.replace(/^(Not saved|Offline): /, "").replace(/; will retry$/, "") : "")
+          + ". If you leave and keep it, this browser sends it when you come back to this item.";
+      onLeave = proceed;
+      leaveDialog.returnValue = "";
+      leaveDialog.showModal();
+    });
+  }
+  leaveDialog.addEventListener("close", () => {
+    const choice = leaveDialog.returnValue;
+    const proceed = onLeave;
+    onLeave = null;
+    if (!proceed || (choice !== "keep" && choice !== "discard")) return;  // stay (or Escape)
+    if (choice === "discard") discard();
+    else { clearTimeout(saveTimer); remember(); }
+    leaving = true;
+    proceed();
+  });
+  function go(url) {
+    if (url) leaveThen(() => { window.location.href = url; });
+  }
+  // Links (queue, pager, header) and other forms (log out) go through the same question.
+  document.addEventListener("click", (e) => {
+    const link = e.target.closest && e.target.closest("a[href]");
+    if (!link || e.defaultPrevented || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+    if (link.target && link.target !== "_self") return;
+    if (link.getAttribute("href").startsWith("#") || leaving || !unsaved()) return;
+    e.preventDefault();
+    go(link.href);
+  });
+  document.addEventListener("submit", (e) => {
+    if (e.target === form || e.target.method === "dialog" || leaving || !unsaved()) return;
+    e.preventDefault();
+    const other = e.target;
+    leaveThen(() => other.submit());
+  });
+  // Closing the tab or typing another address: only the browser's own question is possible.
+  window.addEventListener("beforeunload", (e) => {
+    if (leaving || locked || submitting || !unsaved()) return;
+    e.preventDefault();
+    e.returnValue = "";
+  });
 
   // --- focus between criteria ------------------------------------------------------------
   function focusCriterion(i) {
@@ -176,26 +378,64 @@
       credentials: "same-origin",
     }).then((r) => r.json().then((data) => {
       const button = document.getElementById("flag-button");
+      if (r.ok) heard(data);
       if (r.ok) button.innerHTML = (data.flagged ? "Flagged: " + escapeText(data.flag_reason) + " (unflag)" : "Flag item") + " <kbd>f</kbd>";
       else show("Flag not saved: " + JSON.stringify(data));
     }, () => show("Flag not saved (" + r.status + ")")), () => show("Flag not saved: offline"));
   }
+  // A flag moves the assignment's version without touching its answers: the page follows the
+  // server, so that a local copy stays tied to the version the server now holds.
+  function heard(data) {
+    follow(data);
+    remember();
+    render();
+  }
+  // Take what the server says it holds (any rater-item response) as the page's server state.
+  function follow(data) {
+    if (data.status === "submitted" && !submitted()) overtaken = true;
+    server.status = data.status;
+    server.updated = String(data.updated_at_ms);
+    server.answers = data.answers || {};
+    showStatus();
+  }
+  // Ask the server what it holds now (after a refused draft), and show that.
+  function refresh() {
+    fetch(form.dataset.itemUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then((r) => (r.ok ? r.json().then(heard) : undefined), () => undefined);
+  }
+  // The same words as rate.html renders, for a status learnt after the page was drawn.
+  const STATUS_WORDS = { submitted: "Submitted — you may revise", in_progress: "Draft", pending: "Not started" };
+  function showStatus() {
+    if (!statusBadge || !STATUS_WORDS[server.status] || statusBadge.classList.contains("status-" + server.status)) return;
+    const wasSubmitted = statusBadge.classList.contains("status-submitted");
+    statusBadge.textContent = STATUS_WORDS[server.status];
+    statusBadge.className = "status status-" + server.status;
+    if (submitted() && !wasSubmitted) {
+      const progress = document.querySelector("[data-testid=progress]");
+      const progressText = document.querySelector("[data-testid=progress-text]");
+      if (progress && progressText) {
+        progress.value += 1;
+        progressText.textContent = progress.value + " submitted";
+      }
+    }
+    if (submitButton) submitButton.firstChild.textContent = submitted() ? "Submit revision " : "Submit ";
+    document.querySelectorAll("[data-hint]").forEach((p) => { p.hidden = (p.dataset.hint === "submitted") !== submitted(); });
+  }
+  function show(text) { if (saveState) saveState.textContent = text; }
   function escapeText(s) { const d = document.createElement("div"); d.textContent = s; return d.innerHTML; }
   document.getElementById("flag-button").addEventListener("click", flag);
-
-  function go(url) {
-    if (!url) return;
-    saveDraft(true).finally(() => { window.location.href = url; });
-  }
 
   form.addEventListener("submit", () => {
     clearTimeout(saveTimer);
     document.getElementById("time-spent").value = takeSeconds().toFixed(1);
-    forget();  // the POST carries the answers; a validation error re-renders them
-    dirty = false;
+    // The local copy stays until the server holds the answers: the next visit drops it once
+    // they match (a refused or lost POST keeps it, shown as not saved).
+    submitting = true;
+    leaving = true;
   });
 
   document.addEventListener("keydown", (e) => {
+    if (leaveDialog.open) return;  // the dialog's own buttons, Tab and Escape
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     const typing = e.target.tagName === "TEXTAREA" || (e.target.tagName === "INPUT" && e.target.type === "text");
     if (typing) {
