@@ -163,10 +163,10 @@ def test_a_draft_to_a_submitted_assignment_is_refused_unless_it_changes_nothing(
     """The autosave of a submitted item never answers as if it had saved a change."""
     a = mine(setup)
     client = api_for(setup.clinicians[0])
-    submit = client.post(f"/api/assignments/{a.pk}/submit/", {"answers": FULL}, format="json")
+    submit = client.post(f"/api/assignments/{a.handle}/submit/", {"answers": FULL}, format="json")
     assert submit.status_code == 200
     r = client.put(
-        f"/api/assignments/{a.pk}/draft/",
+        f"/api/assignments/{a.handle}/draft/",
         {"answers": {**FULL, "accuracy": {"value": 1}}, "time_spent_seconds": 3},
         format="json",
     )
@@ -176,7 +176,7 @@ def test_a_draft_to_a_submitted_assignment_is_refused_unless_it_changes_nothing(
     # A time-only draft is how the page reports time spent on a revision.
     spent = Assignment.objects.get(pk=a.pk).time_spent_seconds
     r = client.put(
-        f"/api/assignments/{a.pk}/draft/",
+        f"/api/assignments/{a.handle}/draft/",
         {"answers": {}, "time_spent_seconds": 3},
         format="json",
     )
