@@ -8,7 +8,7 @@ import json
 
 from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -30,6 +30,10 @@ class ReportSummarySerializer(serializers.ModelSerializer):
 
 
 class ReportSerializer(serializers.ModelSerializer):
+    # As stored, plus "estimability": {"applied": false, ...} for a report computed before the
+    # estimability rule existed, so a client can tell.
+    method = serializers.SerializerMethodField()
+
     class Meta:
         model = ReportSnapshot
         fields = [
@@ -43,6 +47,10 @@ class ReportSerializer(serializers.ModelSerializer):
             "method",
             "results",
         ]
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_method(self, snapshot: ReportSnapshot) -> dict:
+        return services.stated_method(snapshot)
 
 
 class CreateReportSerializer(serializers.Serializer):
@@ -58,6 +66,7 @@ class CreateReportSerializer(serializers.Serializer):
     values = serializers.ChoiceField(choices=["latest", "first"], required=False)
     min_items = serializers.IntegerField(required=False, min_value=2, max_value=1000)
     min_shared_items = serializers.IntegerField(required=False, min_value=2, max_value=1000)
+    max_ci_width = serializers.FloatField(required=False)  # range checked by the service
 
 
 class _FileRenderer(BaseRenderer):

@@ -52,7 +52,21 @@ class ReportForm(forms.Form):
         min_value=2,
         max_value=1000,
         initial=2,
-        help_text="MedHELM uses 2; pairs sharing only 2 items can give extreme ICCs.",
+        help_text=(
+            "MedHELM uses 2; pairs sharing only 2 items can give extreme ICCs. Part of the "
+            "estimability rule: a cell or clinician pair on fewer shared items is not estimable."
+        ),
+    )
+    max_ci_width = forms.FloatField(
+        label="Widest interval still estimable",
+        required=False,
+        min_value=0.01,
+        max_value=2.0,
+        initial=analysis.DEFAULT_MAX_CI_WIDTH,
+        help_text=(
+            "A cell whose interval is wider, or whose ICC lies outside [-1, 1], shows "
+            '"not estimable" with the reason, and stays out of every mean.'
+        ),
     )
 
 
@@ -93,6 +107,8 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
 def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
     if cell is None:
         return None
+    if cell.get("status") == "not_estimable":  # the reason instead of any number
+        return {**cell, "estimate_text": analysis.NOT_ESTIMABLE, "ci_text": plots.DASH}
     return {
         **cell,
         "estimate_text": plots.fmt(cell.get("estimate")),
@@ -123,7 +139,7 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     )
     snapshot = _snapshot_of(study, report_id)
     results = snapshot.results
-    method = snapshot.method
+    method = services.stated_method(snapshot)
     return render(
         request,
         "agreement/report.html",
@@ -143,6 +159,7 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
             "changes": results.get("changes"),
             "method": method,
             "method_json": json.dumps(method, indent=2, sort_keys=True),
+            "sensitivity": results.get("sensitivity"),
             "parameters": snapshot.parameters,
             "figures": plots.svg_figures(results),
             "later": selectors.recomputation_ids(snapshot=snapshot),

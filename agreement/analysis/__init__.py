@@ -2,7 +2,13 @@
 (comparison), the machine-minus-clinician differences, the leaderboard and the plots' data.
 No database: pandas in, pandas out; every statistic comes from agreement.stats."""
 
-from agreement.analysis.cells import CELL_COLUMNS, clinician_cell, difference_cell, machine_cell
+from agreement.analysis.cells import (
+    CELL_COLUMNS,
+    NOT_ESTIMABLE,
+    clinician_cell,
+    difference_cell,
+    machine_cell,
+)
 from agreement.analysis.comparison import (
     DIFFERENCE_COLUMNS,
     Comparison,
@@ -14,14 +20,24 @@ from agreement.analysis.comparison import (
 )
 from agreement.analysis.leaderboard import COST_NOTES, Leaderboard, leaderboard
 from agreement.analysis.plot_data import item_scores, plot_data
+from agreement.analysis.sensitivity import (
+    SENSITIVITY_COLUMNS,
+    WITHOUT_RULE,
+    Sensitivity,
+    headline_sensitivity,
+    sensitivity_line,
+)
 from agreement.analysis.settings import (
     CI_METHODS,
     CLINICIAN_COLUMN,
+    DEFAULT_MAX_CI_WIDTH,
     DIFFERENCE_FORM,
     MACHINE_FORM,
     PAIRWISE_FORM,
     PAIRWISE_RULE,
     ROW_ALL,
+    RULE_NOT_APPLIED,
+    RULE_NOT_APPLIED_RECORD,
     Settings,
 )
 
@@ -30,24 +46,33 @@ __all__ = [
     "CI_METHODS",
     "CLINICIAN_COLUMN",
     "COST_NOTES",
+    "DEFAULT_MAX_CI_WIDTH",
     "DIFFERENCE_COLUMNS",
     "DIFFERENCE_FORM",
     "MACHINE_FORM",
+    "NOT_ESTIMABLE",
     "PAIRWISE_FORM",
     "PAIRWISE_RULE",
     "ROW_ALL",
+    "RULE_NOT_APPLIED",
+    "RULE_NOT_APPLIED_RECORD",
+    "SENSITIVITY_COLUMNS",
+    "WITHOUT_RULE",
     "Comparison",
     "Leaderboard",
+    "Sensitivity",
     "Settings",
     "clinician_cell",
     "comparison_table",
     "criteria_of",
     "criterion_subset",
     "difference_cell",
+    "headline_sensitivity",
     "item_scores",
     "leaderboard",
     "machine_cell",
     "machine_columns",
     "plot_data",
     "row_subsets",
+    "sensitivity_line",
 ]

@@ -2,7 +2,11 @@
 clinician, or the difference of the two, with its interval or the reason it has none.
 
 A statistic that cannot be computed on a cell's data raises ValueError from
-agreement.stats: that is data, not a user's mistake, so the cell records the reason."""
+agreement.stats: that is data, not a user's mistake, so the cell records the reason
+(status "insufficient"). A statistic that can be computed but that the estimability rule
+(agreement.stats.estimability, held by the Settings) says cannot be estimated keeps its
+counts and loses its number, interval and band (status "not_estimable", with the reason and
+the rule's codes)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ import pandas as pd
 
 from agreement.analysis.settings import CI_METHODS, Settings
 from agreement.stats import (
+    MEDHELM_MIN_SHARED_ITEMS,
+    NotEstimableError,
     bootstrap_clinician_pairwise,
     bootstrap_machine_minus_clinicians,
     bootstrap_machine_vs_clinicians,
@@ -43,8 +49,12 @@ CELL_COLUMNS = [
     "point_band",
     "status",
     "reason",
+    "rule_codes",
+    "n_pairs_excluded",
+    "pairs_excluded",
     "dropped_raters",
 ]
+NOT_ESTIMABLE = "not estimable"
 
 
 def _finite(x: float) -> bool:
@@ -82,6 +92,35 @@ def result_fields(boot: Any, s: Settings) -> dict[str, Any]:
 def insufficient(reason: str) -> dict[str, Any]:
     """A cell with no estimate, saying why."""
     return {"status": "insufficient", "reason": reason, "band": "undefined"}
+
+
+def not_estimable(codes: tuple[str, ...], reason: str) -> dict[str, Any]:
+    """A cell the rule says cannot be estimated: no number, interval or band; the reason."""
+    return {
+        "estimate": None,
+        "ci_low": None,
+        "ci_high": None,
+        "band": NOT_ESTIMABLE,
+        "point_band": NOT_ESTIMABLE,
+        "status": "not_estimable",
+        "reason": reason,
+        "rule_codes": ",".join(codes),
+    }
+
+
+def ruled(fields: dict[str, Any], *, n_shared: int | None, s: Settings) -> dict[str, Any]:
+    """`fields` of a computed cell, or the same counts marked not estimable by the rule."""
+    verdict = s.rule.check_cell(
+        estimate=fields["estimate"],
+        ci_low=fields["ci_low"],
+        ci_high=fields["ci_high"],
+        n_shared=n_shared,
+        confidence=s.confidence,
+    )
+    if verdict.estimable:
+        return fields
+    reason = verdict.reason + (f"; {fields['reason']}" if fields.get("reason") else "")
+    return {**fields, **not_estimable(verdict.codes, reason)}
 
 
 def _items_with(sub: pd.DataFrame, **where: str) -> set:
@@ -128,16 +167,21 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
         )
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
-    return {
+    fields = {
         **result_fields(boot, s),
         "n_items": point.n_items,
         "n_raters": point.n_clinicians,
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
     }
+    return ruled(fields, n_shared=point.n_items, s=s)
 
 
 def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
-    """Mean pairwise clinician ICC(3,2) with its interval (or the reason there is none)."""
+    """Mean pairwise clinician ICC(3,2) with its interval (or the reason there is none).
+
+    The pairs are MedHELM's (sharing >= 2 items); those sharing fewer items than the rule's
+    minimum stay out of the mean and are counted (none is left out for its value: see
+    agreement.stats.estimability); the mean itself is then held to the rule as a cell."""
     clin = sub.loc[sub["rater_kind"] == "clinician"]
     per_item = clin.groupby("item")["rater"].nunique()
     shared = int((per_item >= 2).sum())
@@ -145,30 +189,36 @@ def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
         return insufficient(
             f"fewer than {s.min_items} items rated by 2 or more clinicians ({shared})"
         )
+    medhelm = {"min_shared_items": MEDHELM_MIN_SHARED_ITEMS, "on_degenerate": "drop"}
     try:
-        point = clinician_pairwise(clin, min_shared_items=s.min_shared_items, on_degenerate="drop")
-        boot = bootstrap_clinician_pairwise(
-            clin, min_shared_items=s.min_shared_items, on_degenerate="drop", **s.boot()
-        )
+        point = clinician_pairwise(clin, **medhelm, rule=s.rule)
+        boot = bootstrap_clinician_pairwise(clin, **medhelm, rule=s.rule, **s.boot())
+    except NotEstimableError as exc:  # every pair left out by the rule
+        return {**not_estimable(exc.codes, str(exc)), "n_pairs": 0, "n_pairs_excluded": exc.count}
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
-    return {
+    fields = {
         **result_fields(boot, s),
         "n_items": point.n_items,
         "n_raters": point.n_clinicians,
         "n_pairs": point.n_pairs,
+        "n_pairs_excluded": point.n_pairs_excluded,
+        "pairs_excluded": point.excluded_text or None,
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
     }
+    return ruled(fields, n_shared=None, s=s)
 
 
 def difference_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]:
-    """(machine ICC) - (clinician-clinician ICC) on the same item resamples."""
+    """(machine ICC) - (clinician-clinician ICC) on the same item resamples, the second term
+    with the pairs the rule leaves out left out (see clinician_cell)."""
     try:
         boot = bootstrap_machine_minus_clinicians(
             only_clinicians_and(sub, machine),
             machine=machine,
-            min_shared_items=s.min_shared_items,
+            min_shared_items=MEDHELM_MIN_SHARED_ITEMS,
             on_degenerate="drop",
+            rule=s.rule,
             **s.boot(),
         )
     except ValueError as exc:  # the data allow no estimate

@@ -7,6 +7,10 @@ are within rater over that subset (a category's row is what MedHELM would give o
 category alone). Every cell draws its resamples from the report's seed, so a cell is
 reproducible on its own. Per criterion, a metric's one overall value per item is compared
 with the clinicians' scores on that criterion.
+
+Every cell and every clinician pair is held to the estimability rule of the settings
+(agreement.stats.estimability); a difference is not estimable when either term is not. The
+headline figures (all items) are also given without the rule (:mod:`.sensitivity`).
 """
 
 from __future__ import annotations
@@ -24,16 +28,26 @@ from agreement.analysis.cells import (
     difference_cell,
     machine_cell,
 )
+from agreement.analysis.sensitivity import Sensitivity, headline_sensitivity
 from agreement.analysis.settings import (
     CLINICIAN_COLUMN,
+    DEFAULT_MAX_CI_WIDTH,
     MACHINE_FORM,
     PAIRWISE_FORM,
     ROW_ALL,
     Settings,
 )
+from agreement.stats import MEDHELM_MIN_SHARED_ITEMS
 
 _KIND_ORDER = {"jury": 0, "judge": 1, "metric": 2}
-_COUNT_COLUMNS = ("n_items", "n_raters", "n_pairs", "n_resamples", "n_valid_resamples")
+_COUNT_COLUMNS = (
+    "n_items",
+    "n_raters",
+    "n_pairs",
+    "n_pairs_excluded",
+    "n_resamples",
+    "n_valid_resamples",
+)
 DIFFERENCE_COLUMNS = [
     "row_group",
     "row",
@@ -46,8 +60,10 @@ DIFFERENCE_COLUMNS = [
     "clinician_icc",
     "n_items",
     "n_valid_resamples",
+    "n_pairs_excluded",
     "status",
     "reason",
+    "rule_codes",
 ]
 
 
@@ -58,6 +74,7 @@ class Comparison:
     rows: list[dict[str, str]]  # {row_group, row} in display order
     columns: list[dict[str, str]]  # {column_kind, column} in display order
     criteria: list[str]
+    sensitivity: Sensitivity
     settings: Settings = field(repr=False)
 
 
@@ -125,12 +142,23 @@ def _difference_row(
     cells: dict[str, dict[str, Any]],
     s: Settings,
 ) -> dict[str, Any]:
-    """One machine minus clinician-clinician, or why not (whichever term has no estimate)."""
+    """One machine minus clinician-clinician, or why not: a term with no estimate makes it
+    insufficient, a term that is not estimable makes it not estimable (naming the term)."""
     kind, rater = machine
     m_cell, c_cell = cells[rater], cells[CLINICIAN_COLUMN]
-    if m_cell["status"] != "ok" or c_cell["status"] != "ok":
-        bad = m_cell if m_cell["status"] != "ok" else c_cell
-        result = {"status": "insufficient", "reason": f"{bad['column']}: {bad['reason']}"}
+    bad = [c for c in (m_cell, c_cell) if c["status"] != "ok"]
+    if bad:
+        ruled_out = [c for c in bad if c["status"] == "not_estimable"]
+        result = {
+            "status": "not_estimable" if ruled_out else "insufficient",
+            "reason": "; ".join(
+                f"{c['column']} is not estimable: {c['reason']}"
+                if c["status"] == "not_estimable"
+                else f"{c['column']}: {c['reason']}"
+                for c in bad
+            ),
+            "rule_codes": ",".join(c["rule_codes"] for c in ruled_out) or None,
+        }
     else:
         result = difference_cell(sub, rater, s)
     return {
@@ -141,6 +169,7 @@ def _difference_row(
         "column": rater,
         "machine_icc": m_cell.get("estimate"),
         "clinician_icc": c_cell.get("estimate"),
+        "n_pairs_excluded": c_cell.get("n_pairs_excluded"),
         **result,
     }
 
@@ -181,10 +210,12 @@ def comparison_table(
     confidence: float = 0.95,
     method: str = "bca",
     min_items: int = 3,
-    min_shared_items: int = 2,
+    min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
+    max_ci_width: float = DEFAULT_MAX_CI_WIDTH,
 ) -> Comparison:
     """MedHELM Table 2 on every row subset, per criterion, and the differences (see the
-    module docstring)."""
+    module docstring). ``min_shared_items`` and ``max_ci_width`` are the estimability rule's
+    (with the bounds [-1, 1])."""
     s = Settings(
         n_resamples=n_resamples,
         seed=seed,
@@ -192,10 +223,16 @@ def comparison_table(
         method=method,
         min_items=min_items,
         min_shared_items=min_shared_items,
+        max_ci_width=max_ci_width,
     )
     machines = machine_columns(table)
     subsets = row_subsets(table)
     cells, diffs = _overall(table, subsets, machines, s)
+    sensitivity = headline_sensitivity(
+        table.loc[table["item"].isin(subsets[0][2])],
+        cells=[c for c in cells if c["row_group"] == "all"],
+        differences=[d for d in diffs if d["row_group"] == "all"],
+    )
     criteria = criteria_of(table)
     for criterion in criteria:
         sub = criterion_subset(table, criterion)
@@ -209,5 +246,6 @@ def comparison_table(
         columns=[{"column_kind": k, "column": r} for k, r in machines]
         + [{"column_kind": "clinician", "column": CLINICIAN_COLUMN}],
         criteria=criteria,
+        sensitivity=sensitivity,
         settings=s,
     )

@@ -7,7 +7,13 @@ from typing import Any
 
 import pandas as pd
 
-from agreement.stats import clinician_pairwise, composite_scores, machine_vs_clinicians
+from agreement.stats import (
+    MEDHELM_MIN_SHARED_ITEMS,
+    EstimabilityRule,
+    clinician_pairwise,
+    composite_scores,
+    machine_vs_clinicians,
+)
 
 
 def item_scores(table: pd.DataFrame) -> pd.DataFrame:
@@ -27,8 +33,15 @@ def item_scores(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def plot_data(table: pd.DataFrame, *, min_shared_items: int = 2) -> dict[str, Any]:
-    """What the report's plots need, computed once and stored with the snapshot."""
+def plot_data(
+    table: pd.DataFrame,
+    *,
+    min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
+    rule: EstimabilityRule | None = None,
+) -> dict[str, Any]:
+    """What the report's plots need, computed once and stored with the snapshot. With a
+    ``rule``, every clinician pair carries ``excluded``: the rule's reason code for leaving it
+    out of the mean (the heat map then shows no number for it), or None."""
     scores = item_scores(table)
     z = pd.DataFrame(columns=["item", "clinician_z", "machine_z"])
     z_note = None
@@ -51,6 +64,11 @@ def plot_data(table: pd.DataFrame, *, min_shared_items: int = 2) -> dict[str, An
             ).pairs
         except ValueError as exc:  # no pair to show: the plot says why
             pairs_note = str(exc)
+        else:
+            if rule is not None:
+                # As clinician_pairwise with the rule marks them; asked per pair so that the
+                # plot keeps every pair even when the rule leaves out all of them.
+                pairs["excluded"] = [rule.check_pair(n_shared=n) for n in pairs["n_shared"]]
     return {
         "items": items.to_dict("records"),
         "z_note": z_note,

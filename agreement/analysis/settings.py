@@ -6,15 +6,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from agreement.errors import AgreementError
+from agreement.stats import BOUNDS, MEDHELM_MIN_SHARED_ITEMS, EstimabilityRule
+from agreement.stats.estimability import WIDEST
 
 ROW_ALL = "All items"
 CLINICIAN_COLUMN = "clinician-clinician"
 MACHINE_FORM = "ICC(3,k) k=2 on within-rater z-scored composites (MedHELM)"
 PAIRWISE_FORM = "mean over clinician pairs of ICC(3,2) on within-rater z-scored composites"
 PAIRWISE_RULE = (
-    "every pair of clinicians sharing >= {n} items; ICC(3,2) on their z-scores over the "
-    "shared items; plain unweighted mean over pairs (pairs with no variation left out)"
+    "every pair of clinicians sharing >= {medhelm} items (MedHELM); ICC(3,2) on their z-scores "
+    "over the shared items; plain unweighted mean over pairs (pairs with no variation left "
+    "out; pairs sharing fewer than {n} items, the estimability rule's minimum, left out and "
+    "counted; no pair left out for its value, the mean is held to {bounds} instead)"
 )
+#: The estimability rule's interval width when a report does not state one: MedHELM's widest
+#: published interval, ROUGE-L (0, 0.630), is well inside it, and an interval wider than 1
+#: covers more than half of [-1, 1].
+DEFAULT_MAX_CI_WIDTH = 1.0
+#: What a report computed before the estimability rule says about it.
+RULE_NOT_APPLIED = (
+    "not applied: this report was computed before the estimability rule existed; its "
+    "estimates are shown as computed (values outside [-1, 1] and intervals of any width "
+    "included) and it has no sensitivity line. Recompute it to apply the rule."
+)
+RULE_NOT_APPLIED_RECORD = {"applied": False, "text": RULE_NOT_APPLIED}
 DIFFERENCE_FORM = "machine ICC(3,2) minus clinician-clinician mean ICC(3,2), same resamples"
 CI_METHODS = {"bca": "bootstrap over items, BCa", "percentile": "bootstrap over items, percentile"}
 
@@ -28,7 +43,8 @@ class Settings:
     confidence: float = 0.95
     method: str = "bca"
     min_items: int = 3
-    min_shared_items: int = 2
+    min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS  # the estimability rule's minimum
+    max_ci_width: float = DEFAULT_MAX_CI_WIDTH  # the estimability rule's widest interval
 
     def __post_init__(self) -> None:
         if self.method not in CI_METHODS:
@@ -38,6 +54,27 @@ class Settings:
             )
         if self.min_items < 2:
             raise AgreementError("min_items must be >= 2", field="min_items")
+        if self.min_shared_items < 2:
+            raise AgreementError("min_shared_items must be >= 2", field="min_shared_items")
+        if not 0 < self.max_ci_width <= WIDEST:
+            raise AgreementError(
+                f"max_ci_width must be above 0 and at most {WIDEST:g}", field="max_ci_width"
+            )
+
+    @property
+    def rule(self) -> EstimabilityRule:
+        """The estimability rule every cell and clinician pair of the comparison is held to."""
+        return EstimabilityRule(
+            max_ci_width=self.max_ci_width, min_shared_items=self.min_shared_items, bounds=BOUNDS
+        )
+
+    def pairwise_rule(self) -> str:
+        """PAIRWISE_RULE with this comparison's values."""
+        return PAIRWISE_RULE.format(
+            medhelm=MEDHELM_MIN_SHARED_ITEMS,
+            n=self.min_shared_items,
+            bounds=self.rule.bounds_text(),
+        )
 
     def boot(self) -> dict[str, Any]:
         """The keyword arguments every bootstrap of the comparison takes."""

@@ -117,8 +117,12 @@ def _forest_column(
 def forest_figure(
     cells: list[Mapping[str, Any]], columns: list[Mapping[str, str]]
 ) -> Figure | None:
-    """Every Table 2 estimate with its interval, one line per row, one colour per column."""
+    """Every Table 2 estimate with its interval, one line per row, one colour per column
+    (a cell that is not estimable has no estimate, so it is not drawn; the title says so)."""
     overall = [c for c in cells if c["section"] == "overall" and finite(c.get("estimate"))]
+    not_estimable = sum(
+        c["section"] == "overall" and c.get("status") == "not_estimable" for c in cells
+    )
     if not overall:
         return None
     rows = list(
@@ -143,21 +147,33 @@ def forest_figure(
     ax.set_xlabel(
         f"ICC with {level}% interval (dotted: Koo & Li cuts 0.5, 0.75, 0.9; < -1 clipped)"
     )
-    ax.set_title("Agreement with clinicians per row (MedHELM ICC(3,2))")
+    title = "Agreement with clinicians per row (MedHELM ICC(3,2))"
+    if not_estimable:
+        title += (
+            f"\n{not_estimable} cell{'s' if not_estimable != 1 else ''} not estimable, not drawn"
+        )
+    ax.set_title(title)
     fig.legend(fontsize=7, loc="outside lower center", ncol=min(len(cols), 6))
     return fig
 
 
 def heatmap_figure(clinicians: list[str], pairs: list[Mapping[str, Any]]) -> Figure | None:
-    """Clinician x clinician ICC on shared items (grey where a pair has none)."""
+    """Clinician x clinician ICC on shared items (grey where a pair has none; "n.e." and no
+    colour where the estimability rule left the pair out of the mean)."""
     if len(clinicians) < 2 or not pairs:
         return None
     index = {r: n for n, r in enumerate(clinicians)}
     size = len(clinicians)
     grid = [[math.nan] * size for _ in range(size)]
+    left_out: list[tuple[int, int]] = []
     for p in pairs:
         a, b = index.get(p["rater_a"]), index.get(p["rater_b"])
-        if a is None or b is None or not finite(p.get("icc")):
+        if a is None or b is None:
+            continue
+        if p.get("excluded"):  # not estimable: no number, no colour
+            left_out += [(a, b), (b, a)]
+            continue
+        if not finite(p.get("icc")):
             continue
         grid[a][b] = grid[b][a] = p["icc"]
     fig = Figure(figsize=(2.6 + 0.45 * size, 1.4 + 0.45 * size), layout="constrained")
@@ -172,8 +188,12 @@ def heatmap_figure(clinicians: list[str], pairs: list[Mapping[str, Any]]) -> Fig
             for b in range(size):
                 if finite(grid[a][b]):
                     ax.text(b, a, f"{grid[a][b]:.2f}", ha="center", va="center", fontsize=6)
+        for a, b in left_out:
+            ax.text(b, a, "n.e.", ha="center", va="center", fontsize=6, color="#8a4b00")
     fig.colorbar(im, ax=ax, label="ICC(3,2), colours clipped to [-1, 1]", shrink=0.8)
-    ax.set_title("Clinician pairs on shared items\n(grey: no pair ICC)", fontsize=9)
+    title = "Clinician pairs on shared items\n(grey: no pair ICC"
+    title += "; n.e.: not estimable, left out of the mean)" if left_out else ")"
+    ax.set_title(title, fontsize=9)
     return fig
 
 

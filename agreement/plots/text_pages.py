@@ -15,17 +15,10 @@ CELL_LEGEND = (
     f"  {'row':<40} {'column':<24} {'ICC':>7}  {'95% CI':<20} {'items':>5} "
     f"{'raters':<14} {'Koo & Li band (CI)':<22}"
 )
-DIFFERENCE_FIELDS = [
-    "row",
-    "column",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "machine_icc",
-    "clinician_icc",
-    "n_items",
-    "reason",
-]
+DIFFERENCE_LEGEND = (
+    f"  {'row':<40} {'machine':<24} {'diff.':>7}  {'95% CI':<20} {'machine ICC':>11} "
+    f"{'clinician ICC':>13} {'pairs left out':>14} {'items':>5}"
+)
 BY_MODEL_FIELDS = [
     "model",
     "n_items_clinician",
@@ -62,6 +55,9 @@ def _wrap(line: str, indent: int) -> list[str]:
 
 def _cell_line(c: Mapping[str, Any]) -> str:
     head = f"  {c['row'][:40]:<40} {c['column'][:24]:<24}"
+    left_out = f"  [{c['pairs_excluded']}]" if c.get("pairs_excluded") else ""
+    if c.get("status") == "not_estimable":  # the reason, never the number
+        return f"{head} not estimable: {c.get('reason')}{left_out}"
     if c.get("status") != "ok":
         return f"{head} {DASH:>7}  no estimate: {c.get('reason')}"
     n_raters = f"{fmt(c.get('n_raters'))}" + (
@@ -71,8 +67,32 @@ def _cell_line(c: Mapping[str, Any]) -> str:
     drop = f"  dropped: {c['dropped_raters']}" if c.get("dropped_raters") else ""
     return (
         f"{head} {fmt(c.get('estimate')):>7}  {fmt_ci(c.get('ci_low'), c.get('ci_high')):<20} "
-        f"{fmt(c.get('n_items')):>5} {n_raters:<14} {c.get('band') or '':<22}{note}{drop}"
+        f"{fmt(c.get('n_items')):>5} {n_raters:<14} {c.get('band') or '':<22}{left_out}{note}"
+        f"{drop}"
     )
+
+
+def _difference_line(d: Mapping[str, Any]) -> str:
+    head = f"  {d['row'][:40]:<40} {d['column'][:24]:<24}"
+    if d.get("status") == "not_estimable":
+        return f"{head} not estimable: {d.get('reason')}"
+    if d.get("status") != "ok":
+        return f"{head} {DASH:>7}  no estimate: {d.get('reason')}"
+    note = f"  [{d['reason']}]" if d.get("reason") else ""
+    return (
+        f"{head} {fmt(d.get('estimate')):>7}  {fmt_ci(d.get('ci_low'), d.get('ci_high')):<20} "
+        f"{fmt(d.get('machine_icc')):>11} {fmt(d.get('clinician_icc')):>13} "
+        f"{fmt(d.get('n_pairs_excluded')):>14} {fmt(d.get('n_items')):>5}{note}"
+    )
+
+
+def difference_lines(differences: list[Mapping[str, Any]]) -> list[str]:
+    """Machine minus clinician-clinician, one line each (reasons in full, wrapped)."""
+    lines = ["Machine minus clinician-clinician ICC", DIFFERENCE_LEGEND]
+    if not differences:
+        return [*lines, "  (none)", ""]
+    lines += [ln for d in differences for ln in _wrap(_difference_line(d), 60)]
+    return [*lines, ""]
 
 
 def _text(value: Any, digits: int = 3) -> str:
@@ -97,22 +117,43 @@ def _records(title: str, rows: Iterable[Mapping[str, Any]], columns: list[str]) 
 
 
 def title_lines(header: Mapping[str, Any], method: Mapping[str, Any]) -> list[str]:
-    """The title page: title, header fields, then every method entry."""
+    """The title page: title, header fields, the estimability rule, then every method entry."""
     lines = [str(header.get("title", "Agreement report")), ""]
     lines += [f"{k}: {v}" for k, v in header.items() if k != "title"]
     lines += ["", "Method"]
+    rule = method.get("estimability") or {}
+    lines += _wrap(f"  estimability rule: {rule.get('text', DASH)}", 6)
+    if rule.get("applied"):
+        lines += _wrap(
+            f"    (bounds {rule['bounds']}, widest interval {rule['max_ci_width']}, fewest shared "
+            f"items {rule['min_shared_items']})",
+            6,
+        )
     for key, value in method.items():
+        if key == "estimability":
+            continue
         text = json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else str(value)
         lines += _wrap(f"  {key}: {text}", 6)
     return lines
 
 
-def comparison_lines(cells: list[Mapping[str, Any]]) -> list[str]:
-    """Table 2, then the per-criterion cells."""
+def sensitivity_lines(sensitivity: Mapping[str, Any] | None) -> list[str]:
+    """The headline figures with and without the estimability rule, as one wrapped line."""
+    if not sensitivity:
+        return ["No sensitivity line: the estimability rule was not applied to this report.", ""]
+    return [*_wrap(str(sensitivity["line"]), 2), ""]
+
+
+def table2_lines(cells: list[Mapping[str, Any]]) -> list[str]:
+    """Table 2: the overall cells of ``cells``."""
     lines = ["Table 2: agreement with clinicians (ICC, bootstrap interval)", CELL_LEGEND]
     lines += [ln for c in cells if c["section"] == "overall" for ln in _wrap(_cell_line(c), 60)]
-    lines += ["", "Per criterion (metrics: their overall value against each criterion)"]
-    lines.append(CELL_LEGEND)
+    return [*lines, ""]
+
+
+def criterion_lines(cells: list[Mapping[str, Any]]) -> list[str]:
+    """The per-criterion cells of ``cells``."""
+    lines = ["Per criterion (metrics: their overall value against each criterion)", CELL_LEGEND]
     lines += [ln for c in cells if c["section"] == "criterion" for ln in _wrap(_cell_line(c), 60)]
     return [*lines, ""]
 
@@ -164,12 +205,11 @@ def report_lines(
     *, header: Mapping[str, Any], results: Mapping[str, Any], method: Mapping[str, Any]
 ) -> tuple[list[str], list[str]]:
     """(title and method page lines, table lines) as the PDF prints them."""
-    lines = comparison_lines(results.get("cells", []))
-    lines += _records(
-        "Machine minus clinician-clinician ICC",
-        results.get("differences", []),
-        DIFFERENCE_FIELDS,
-    )
+    cells = results.get("cells", [])
+    lines = table2_lines(cells)
+    lines += sensitivity_lines(results.get("sensitivity"))
+    lines += criterion_lines(cells)
+    lines += difference_lines(results.get("differences", []))
     lines += leaderboard_lines(results.get("leaderboard", {}))
     lines += coverage_lines(results.get("coverage", {}))
     lines += changes_lines(results.get("changes"))

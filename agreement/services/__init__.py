@@ -10,10 +10,12 @@ from agreement.services.computing import (
 )
 from agreement.services.exports import (
     CSV_COLUMNS,
+    SENSITIVITY_STATISTICS,
     export_csv,
     export_json,
     export_pdf,
     snapshot_header,
+    stated_method,
 )
 from agreement.services.parameters import (
     DEFAULT_PARAMETERS,
@@ -29,6 +31,7 @@ __all__ = [
     "DEFAULT_PARAMETERS",
     "MAX_RESAMPLES",
     "MAX_SEED",
+    "SENSITIVITY_STATISTICS",
     "TOLERANCE",
     "canonical_hash",
     "compare_results",
@@ -42,4 +45,5 @@ __all__ = [
     "recompute_snapshot",
     "snapshot_header",
     "software_versions",
+    "stated_method",
 ]

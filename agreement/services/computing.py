@@ -37,6 +37,8 @@ METHOD_TEXT = {
     "for both terms",
     "bands": "Koo & Li (2016) on the interval: < 0.5 poor, 0.5-0.75 moderate, 0.75-0.9 good, "
     ">= 0.9 excellent",
+    "sensitivity": "the all-items figures are also given without the estimability rule "
+    f"({analysis.WITHOUT_RULE})",
 }
 FORM_NAMES = (
     "ICC(3,k) = ICC(C,k) (McGraw & Wong): two-way mixed, consistency, average of k = 2 "
@@ -48,6 +50,7 @@ RECORDED_PARAMETERS = (
     "confidence",
     "min_items",
     "min_shared_items",
+    "max_ci_width",
     "values",
 )
 
@@ -101,19 +104,34 @@ def software_versions() -> dict[str, str]:
     return out
 
 
-def _results(
-    study: RatingStudy, data: selectors.ScoreData, parameters: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Everything the page, the exports and the plots show, as plain JSON values."""
-    table = data.table
-    comparison = analysis.comparison_table(
-        table,
+def settings_of(parameters: Mapping[str, Any]) -> analysis.Settings:
+    """The analysis settings (and so the estimability rule) of normalised ``parameters``."""
+    return analysis.Settings(
         n_resamples=parameters["n_resamples"],
         seed=parameters["seed"],
         confidence=parameters["confidence"],
         method=parameters["ci_method"],
         min_items=parameters["min_items"],
         min_shared_items=parameters["min_shared_items"],
+        max_ci_width=parameters["max_ci_width"],
+    )
+
+
+def _results(
+    study: RatingStudy, data: selectors.ScoreData, parameters: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Everything the page, the exports and the plots show, as plain JSON values."""
+    table = data.table
+    s = settings_of(parameters)
+    comparison = analysis.comparison_table(
+        table,
+        n_resamples=s.n_resamples,
+        seed=s.seed,
+        confidence=s.confidence,
+        method=s.method,
+        min_items=s.min_items,
+        min_shared_items=s.min_shared_items,
+        max_ci_width=s.max_ci_width,
     )
     board = analysis.leaderboard(table, data.calls)
     return jsonable(
@@ -124,6 +142,10 @@ def _results(
             "criteria": comparison.criteria,
             "cells": comparison.cells,
             "differences": comparison.differences,
+            "sensitivity": {
+                "entries": comparison.sensitivity.entries,
+                "line": comparison.sensitivity.line,
+            },
             "leaderboard": {
                 "by_model": board.by_model,
                 "by_model_category": board.by_model_category,
@@ -132,7 +154,7 @@ def _results(
                 "notes": board.notes,
             },
             "coverage": data.coverage,
-            "plot_data": analysis.plot_data(table, min_shared_items=parameters["min_shared_items"]),
+            "plot_data": analysis.plot_data(table, rule=s.rule),
         }
     )
 
@@ -142,6 +164,7 @@ def _method(
 ) -> dict[str, Any]:
     """Forms, n items, n raters, CI method, seed and package versions, as plain JSON values."""
     table = data.table
+    s = settings_of(parameters)
     kinds = table.groupby("rater_kind")["rater"].nunique()
     return jsonable(
         {
@@ -153,7 +176,8 @@ def _method(
             },
             "composite": METHOD_TEXT["composite"],
             "standardisation": METHOD_TEXT["standardisation"],
-            "pairwise_rule": analysis.PAIRWISE_RULE.format(n=parameters["min_shared_items"]),
+            "pairwise_rule": s.pairwise_rule(),
+            "estimability": s.rule.as_record(confidence=s.confidence),
             "jury_aggregate": METHOD_TEXT["jury_aggregate"],
             "per_criterion_metrics": METHOD_TEXT["per_criterion_metrics"],
             "ci_method": analysis.CI_METHODS[parameters["ci_method"]],
@@ -161,6 +185,7 @@ def _method(
             "bootstrap": METHOD_TEXT["bootstrap"],
             **{key: parameters[key] for key in RECORDED_PARAMETERS},
             "bands": METHOD_TEXT["bands"],
+            "sensitivity": METHOD_TEXT["sensitivity"],
             "n_items": {
                 "study": data.coverage["n_items"],
                 "rated_by_clinicians": data.coverage["n_items_rated"],

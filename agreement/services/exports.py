@@ -9,6 +9,18 @@ from agreement.models import ReportSnapshot
 from medhelm_site.common.csv_export import csv_text
 
 CSV_COLUMNS = ["report", *analysis.CELL_COLUMNS]
+SENSITIVITY_STATISTICS = {
+    "with_rule": "headline figure with the estimability rule",
+    "without_rule": f"headline figure without the estimability rule ({analysis.WITHOUT_RULE})",
+}
+
+
+def stated_method(snapshot: ReportSnapshot) -> dict[str, Any]:
+    """The snapshot's method as stored; a report computed before the estimability rule
+    existed also says the rule was not applied to it (the stored record is not changed)."""
+    if "estimability" in snapshot.method:
+        return snapshot.method
+    return {**snapshot.method, "estimability": analysis.RULE_NOT_APPLIED_RECORD}
 
 
 def snapshot_header(snapshot: ReportSnapshot) -> dict[str, Any]:
@@ -36,7 +48,7 @@ def export_json(snapshot: ReportSnapshot) -> dict[str, Any]:
             "previous": snapshot.previous_id,
         },
         "parameters": snapshot.parameters,
-        "method": snapshot.method,
+        "method": stated_method(snapshot),
         "results": snapshot.results,
     }
 
@@ -52,17 +64,51 @@ def _csv_rows(snapshot: ReportSnapshot) -> list[dict[str, Any]]:
         "n_resamples": snapshot.method.get("n_resamples"),
     }
     rows += [{**difference, **d} for d in snapshot.results.get("differences", [])]
+    for entry in snapshot.results.get("sensitivity", {}).get("entries", []):
+        rows += _sensitivity_rows(snapshot.pk, entry)
     return rows
+
+
+def _sensitivity_rows(report: int, e: dict[str, Any]) -> list[dict[str, Any]]:
+    """One headline figure as two rows of section "sensitivity": with and without the rule."""
+    where = {
+        "report": report,
+        "section": "sensitivity",
+        "row_group": "all",
+        "row": analysis.ROW_ALL,
+        "column_kind": e["column_kind"],
+        "column": e["figure"],
+    }
+    without = e["without_rule"]
+    return [
+        {
+            **where,
+            "statistic": SENSITIVITY_STATISTICS["with_rule"],
+            "estimate": e["with_rule"],
+            "status": e["with_rule_status"],
+            "reason": e["with_rule_reason"],
+            "n_pairs_excluded": e["n_pairs_excluded"],
+        },
+        {
+            **where,
+            "statistic": SENSITIVITY_STATISTICS["without_rule"],
+            "estimate": without,
+            "status": "ok" if without is not None else "insufficient",
+            "reason": e["without_rule_reason"],
+        },
+    ]
 
 
 def export_csv(snapshot: ReportSnapshot) -> str:
     """The comparison in long format: Table 2 and per-criterion cells, then the differences
-    (section "difference"), one row per cell."""
+    (section "difference"), one row per cell, then the headline figures with and without the
+    estimability rule (section "sensitivity"). A cell the rule says is not estimable has
+    status "not_estimable", the reason and no estimate, interval or band."""
     return csv_text(CSV_COLUMNS, _csv_rows(snapshot), line_end="\n")
 
 
 def export_pdf(snapshot: ReportSnapshot) -> bytes:
     """The report as a PDF (title and method, tables, plots)."""
     return plots.pdf_bytes(
-        header=snapshot_header(snapshot), results=snapshot.results, method=snapshot.method
+        header=snapshot_header(snapshot), results=snapshot.results, method=stated_method(snapshot)
     )

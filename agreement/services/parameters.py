@@ -1,4 +1,8 @@
-"""A report's parameters: defaults filled in, types and ranges checked, the seed drawn."""
+"""A report's parameters: defaults filled in, types and ranges checked, the seed drawn.
+
+``min_shared_items`` and ``max_ci_width`` are the estimability rule's (with the bounds
+[-1, 1]; agreement.stats.estimability): stored with the snapshot like every parameter, so a
+report states the rule it was computed under."""
 
 from __future__ import annotations
 
@@ -6,8 +10,9 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from agreement.analysis import CI_METHODS
+from agreement.analysis import CI_METHODS, DEFAULT_MAX_CI_WIDTH
 from agreement.errors import ParameterErrors
+from agreement.stats.estimability import WIDEST
 
 DEFAULT_PARAMETERS: dict[str, Any] = {
     "n_resamples": 1000,
@@ -16,6 +21,7 @@ DEFAULT_PARAMETERS: dict[str, Any] = {
     "values": "latest",
     "min_items": 3,
     "min_shared_items": 2,
+    "max_ci_width": DEFAULT_MAX_CI_WIDTH,
 }
 MAX_RESAMPLES = 100_000
 MAX_SEED = 2**32 - 1
@@ -52,6 +58,20 @@ def _confidence(p: dict[str, Any], errors: dict[str, str]) -> None:
         errors["confidence"] = "must be at least 0.5 and below 1"
 
 
+def _max_ci_width(p: dict[str, Any], errors: dict[str, str]) -> None:
+    value = p["max_ci_width"]
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        p["max_ci_width"] = float(value)
+    except (TypeError, ValueError):
+        errors["max_ci_width"] = "must be a number"
+        return
+    # `not a < x <= b` also refuses NaN; infinity is above the highest width.
+    if not 0 < p["max_ci_width"] <= WIDEST:
+        errors["max_ci_width"] = f"must be above 0 and at most {WIDEST:g} (the width of [-1, 1])"
+
+
 def normalise_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults filled in, types checked, and a random seed drawn (and so recorded) when none
     is given. Raises ParameterErrors naming every field at fault."""
@@ -65,6 +85,7 @@ def normalise_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
     for key in WHOLE_NUMBER_RANGES:
         _whole_number(p, key, errors)
     _confidence(p, errors)
+    _max_ci_width(p, errors)
     if p["ci_method"] not in CI_METHODS:
         errors["ci_method"] = f"must be one of {sorted(CI_METHODS)}"
     if p["values"] not in ("latest", "first"):

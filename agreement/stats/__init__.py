@@ -3,8 +3,9 @@
 ICC on complete matrices (:mod:`.icc`, :mod:`.icc_forms`, :mod:`.icc_intervals`,
 :mod:`.icc_batch`) and incomplete designs (:mod:`.icc_oneway`, :mod:`.icc_incomplete`,
 :mod:`.reml`); Krippendorff's alpha (:mod:`.alpha`); the item bootstrap (:mod:`.bootstrap`);
-MedHELM's method on the long score table (:mod:`.medhelm`); Koo & Li bands (:mod:`.bands`);
-HELM mean win rate (:mod:`.winrate`).
+MedHELM's method on the long score table (:mod:`.medhelm`); when an estimate is not
+estimable (:mod:`.estimability`); Koo & Li bands (:mod:`.bands`); HELM mean win rate
+(:mod:`.winrate`).
 """
 
 from .alpha import AlphaResult, interval_alpha, krippendorff_alpha
@@ -20,6 +21,16 @@ from .bootstrap import (
     icc_bootstrap,
 )
 from .common import package_versions
+from .estimability import (
+    BOUNDS,
+    OUT_OF_BOUNDS,
+    REASON_CODES,
+    TOO_FEW_SHARED,
+    TOO_WIDE,
+    EstimabilityRule,
+    NotEstimableError,
+    Verdict,
+)
 from .icc import icc, icc_from_long, icc_matrix_from_long, mean_squares
 from .icc_batch import icc_batch, icc_batch_all
 from .icc_forms import (
@@ -33,6 +44,7 @@ from .icc_forms import (
 from .icc_incomplete import RemlIcc, icc_reml
 from .icc_oneway import OneWayIcc, icc_oneway_unbalanced
 from .medhelm import (
+    MEDHELM_MIN_SHARED_ITEMS,
     ClinicianPairwiseStatistic,
     MachineAgreement,
     MachineVsClinicianStatistic,
@@ -49,12 +61,19 @@ from .reml import VarianceComponents, reml_crossed_components
 from .winrate import helm_win_rates, per_benchmark_win_rates
 
 __all__ = [
+    "BOUNDS",
     "FORMS",
+    "MEDHELM_MIN_SHARED_ITEMS",
+    "OUT_OF_BOUNDS",
+    "REASON_CODES",
     "SHROUT_FLEISS_NAMES",
+    "TOO_FEW_SHARED",
+    "TOO_WIDE",
     "AlphaResult",
     "BootstrapResult",
     "ClinicianPairwiseStatistic",
     "DifferenceStatistic",
+    "EstimabilityRule",
     "IccEstimate",
     "IccStatistic",
     "IccTable",
@@ -62,10 +81,12 @@ __all__ = [
     "MachineAgreement",
     "MachineVsClinicianStatistic",
     "MeanSquares",
+    "NotEstimableError",
     "OneWayIcc",
     "PairwiseAgreement",
     "RemlIcc",
     "VarianceComponents",
+    "Verdict",
     "bootstrap_ci",
     "bootstrap_clinician_pairwise",
     "bootstrap_difference",

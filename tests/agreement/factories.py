@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from annotation import services as annotation_services
-from annotation.models import Assignment, Item, RubricCriterion
+from annotation.demo import DEMO_STUDY_NAME, MODEL_QUALITY_MEAN, load_demo
+from annotation.demo_cases import DEMO_MODELS
+from annotation.models import Assignment, Item, RatingStudy, RubricCriterion
 from delphi.models import TaxonomyNode, TaxonomyVersion
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun, MetricScore, PromptTemplate
 from tests.factories import make_study_with_members
@@ -192,3 +194,26 @@ def build_study(
     _imported_scores(study, claude, items)
     _invalid_verdict(study, gpt, items[0], template)
     return Built(study=study, members=members, judges=[gpt, claude], items=items, pending=pending)
+
+
+def demo_study_with_jury() -> RatingStudy:
+    """The demo study (`manage.py rundemo` seeds the same), with an imported judge in place
+    of the demo's local model (which needs a worker): its score follows the model's quality
+    and the case, so the jury has something to agree with. The clinician ratings are the
+    demo's own: they give the clinician-pair ICC of -20.7 of issue 14."""
+    load_demo()
+    study = RatingStudy.objects.get(name=DEMO_STUDY_NAME)
+    judge = Judge.objects.create(name="demo-imported-judge", provider="imported", model_id="x")
+    quality = {model: MODEL_QUALITY_MEAN[q] for q, model in DEMO_MODELS.items()}
+    criteria = list(study.criteria.all())
+    JudgeScore.objects.bulk_create(
+        JudgeScore(
+            item=item,
+            judge=judge,
+            criterion=criterion,
+            value=quality[item.model_name] + 0.2 * (item.metadata["case"] % 5 - 2) + 0.1 * c,
+        )
+        for item in study.items.all()
+        for c, criterion in enumerate(criteria)
+    )
+    return study

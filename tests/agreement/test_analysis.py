@@ -16,6 +16,7 @@ from agreement.stats import (
     clinician_pairwise,
     helm_win_rates,
     koo_li_interval_band,
+    machine_vs_clinicians,
 )
 
 CRITERIA = ("accuracy", "completeness", "clarity")
@@ -139,34 +140,58 @@ def test_category_and_benchmark_rows_partition_the_items():
         assert c.loc[c["row_group"] == group, "n_items"].sum() == 33
 
 
+RULE = analysis.Settings().rule  # the estimability rule a default comparison applies
+
+
+def assert_cell_as_ruled(got, direct, *, n_shared):
+    """The cell is the stats function's result where the estimability rule lets that result
+    through, and "not estimable" for exactly the rule's reasons where it does not."""
+    verdict = RULE.check_cell(
+        estimate=direct.estimate, ci_low=direct.ci_low, ci_high=direct.ci_high, n_shared=n_shared
+    )
+    if not verdict.estimable:
+        assert got["status"] == "not_estimable" and pd.isna(got["estimate"])
+        assert got["rule_codes"] == ",".join(verdict.codes)
+        return False
+    assert got["status"] == "ok"
+    assert got["estimate"] == pytest.approx(direct.estimate, abs=1e-12)
+    assert got["ci_low"] == pytest.approx(direct.ci_low, abs=1e-12)
+    assert got["ci_high"] == pytest.approx(direct.ci_high, abs=1e-12)
+    assert got["band"] == koo_li_interval_band(direct.ci_low, direct.ci_high)
+    return True
+
+
 def test_cells_equal_the_stats_functions_on_the_same_subset():
     table, _ = make_table(n_items=36, raters_per_item=2, n_clinicians=5, clinician_noise=0.7)
     comp = analysis.comparison_table(table, method="percentile", **BOOT)
+    shown = {True: 0, False: 0}
     for _group, row, items in analysis.row_subsets(table):
         sub = table.loc[table["item"].isin(items)]
         for machine in ("jury", "random", "noise"):
             direct = bootstrap_machine_vs_clinicians(
                 sub, machine=machine, method="percentile", on_degenerate="drop", **BOOT
             )
+            n = machine_vs_clinicians(sub, machine=machine, on_degenerate="drop").n_items
             got = cell(comp, machine, row=row)
-            assert got["estimate"] == pytest.approx(direct.estimate, abs=1e-12)
-            assert got["ci_low"] == pytest.approx(direct.ci_low, abs=1e-12)
-            assert got["ci_high"] == pytest.approx(direct.ci_high, abs=1e-12)
-            assert got["band"] == koo_li_interval_band(direct.ci_low, direct.ci_high)
+            shown[assert_cell_as_ruled(got, direct, n_shared=n)] += 1
             assert got["ci_method"] == "bootstrap over items, percentile"
         clin = sub.loc[sub["rater_kind"] == "clinician"]
         direct = bootstrap_clinician_pairwise(
             clin, method="percentile", on_degenerate="drop", **BOOT
         )
         got = cell(comp, analysis.CLINICIAN_COLUMN, row=row)
-        assert got["estimate"] == pytest.approx(direct.estimate, abs=1e-12)
-        assert (got["ci_low"], got["ci_high"]) == pytest.approx((direct.ci_low, direct.ci_high))
+        clinician_shown = assert_cell_as_ruled(got, direct, n_shared=None)
+        shown[clinician_shown] += 1
         d = bootstrap_machine_minus_clinicians(
             sub, machine="jury", method="percentile", on_degenerate="drop", **BOOT
         )
         got = comp.differences.set_index(["row", "column"]).loc[(row, "jury")]
-        assert got["estimate"] == pytest.approx(d.estimate, abs=1e-12)
-        assert (got["ci_low"], got["ci_high"]) == pytest.approx((d.ci_low, d.ci_high))
+        if clinician_shown and cell(comp, "jury", row=row)["status"] == "ok":
+            assert got["estimate"] == pytest.approx(d.estimate, abs=1e-12)
+            assert (got["ci_low"], got["ci_high"]) == pytest.approx((d.ci_low, d.ci_high))
+        else:
+            assert got["status"] == "not_estimable" and pd.isna(got["estimate"])
+    assert shown[True] and shown[False]  # both kinds occur on this design
 
 
 def test_per_criterion_cells_and_metrics_against_each_criterion():
@@ -179,9 +204,9 @@ def test_per_criterion_cells_and_metrics_against_each_criterion():
             direct = bootstrap_machine_vs_clinicians(
                 sub, machine=machine, on_degenerate="drop", **BOOT
             )
+            n = machine_vs_clinicians(sub, machine=machine, on_degenerate="drop").n_items
             got = cell(comp, machine, row=criterion, section="criterion")
-            assert got["estimate"] == pytest.approx(direct.estimate, abs=1e-12)
-            assert got["ci_low"] == pytest.approx(direct.ci_low, abs=1e-12)
+            assert_cell_as_ruled(got, direct, n_shared=n)
 
 
 def test_cells_with_too_little_data_say_why():

@@ -38,3 +38,21 @@ def test_every_field_at_fault_is_named(parameters, errors):
     else:
         assert set(found) == errors
     assert exc.value.field == next(iter(found))
+
+
+def test_the_estimability_rule_has_defaults_and_ranges():
+    p = normalise_parameters({})
+    assert p["max_ci_width"] == DEFAULT_PARAMETERS["max_ci_width"] == 1.0
+    assert p["min_shared_items"] == 2  # MedHELM's pairs
+    assert normalise_parameters({"max_ci_width": "0.5"})["max_ci_width"] == 0.5
+    assert normalise_parameters({"max_ci_width": 2})["max_ci_width"] == 2.0
+    for bad, message in (
+        (0, "must be above 0 and at most 2 (the width of [-1, 1])"),
+        (2.01, "must be above 0 and at most 2 (the width of [-1, 1])"),
+        (float("nan"), "must be above 0 and at most 2 (the width of [-1, 1])"),
+        ("wide", "must be a number"),
+        (True, "must be a number"),
+    ):
+        with pytest.raises(AgreementError) as exc:
+            normalise_parameters({"max_ci_width": bad})
+        assert exc.value.as_dict() == {"max_ci_width": [message]}, bad

@@ -28,6 +28,16 @@ class Command(BaseCommand):
         parser.add_argument("--confidence", type=float, help="Interval level (default 0.95).")
         parser.add_argument("--ci-method", choices=sorted(analysis.CI_METHODS))
         parser.add_argument("--values", choices=["latest", "first"])
+        parser.add_argument(
+            "--min-shared-items",
+            type=int,
+            help="Estimability rule: fewest shared items of a cell or clinician pair (default 2).",
+        )
+        parser.add_argument(
+            "--max-ci-width",
+            type=float,
+            help="Estimability rule: widest interval still estimable (default 1.0).",
+        )
         parser.add_argument("--title", help="Report title.")
         parser.add_argument("--format", choices=["json", "csv", "pdf"], default="json")
         parser.add_argument("--output", type=Path, help="File to write (default: stdout).")
@@ -49,6 +59,8 @@ class Command(BaseCommand):
                 "confidence": options["confidence"],
                 "ci_method": options["ci_method"],
                 "values": options["values"],
+                "min_shared_items": options["min_shared_items"],
+                "max_ci_width": options["max_ci_width"],
                 "title": options["title"],
             }
             try:

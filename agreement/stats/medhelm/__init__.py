@@ -8,6 +8,9 @@ and its methods section) on the long score table
 4.   machine vs clinicians, ICC(3,2) (:mod:`.machine`);
 5.   clinician vs clinician, mean pairwise ICC(3,2) (:mod:`.pairwise`);
      item-bootstrap intervals and differences (:mod:`.intervals`).
+
+Step 5 and its intervals take an optional estimability rule
+(:mod:`agreement.stats.estimability`): pairs it says are not estimable stay out of the mean.
 """
 
 from .composite import DEGENERATE_POLICIES, composite_scores, zscore_within_rater
@@ -17,10 +20,16 @@ from .intervals import (
     bootstrap_machine_vs_clinicians,
 )
 from .machine import MachineAgreement, MachineVsClinicianStatistic, machine_vs_clinicians
-from .pairwise import ClinicianPairwiseStatistic, PairwiseAgreement, clinician_pairwise
+from .pairwise import (
+    MEDHELM_MIN_SHARED_ITEMS,
+    ClinicianPairwiseStatistic,
+    PairwiseAgreement,
+    clinician_pairwise,
+)
 
 __all__ = [
     "DEGENERATE_POLICIES",
+    "MEDHELM_MIN_SHARED_ITEMS",
     "ClinicianPairwiseStatistic",
     "MachineAgreement",
     "MachineVsClinicianStatistic",

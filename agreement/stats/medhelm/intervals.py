@@ -3,7 +3,8 @@ are ours). Study items are resampled with replacement and everything after the c
 recomputed on each resample (``restandardize=True``: each rater's mean and SD from its items
 as drawn, with multiplicity; ``False`` keeps the full-data z-scores). For the pairwise mean
 the set of pairs is fixed by the full data; a pair counts in a resample when it has 2
-distinct shared items drawn and a defined ICC. All resamples are evaluated at once with
+distinct shared items drawn and a defined ICC (and, with an estimability rule, an ICC
+inside its bounds: :mod:`agreement.stats.estimability`). All resamples are evaluated at once with
 matrix products over item multiplicities (:mod:`agreement.stats.bootstrap`); BCa uses the
 leave-one-item-out jackknife of the same statistic."""
 
@@ -13,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from ..bootstrap import DEFAULT_MAX_CELLS, BootstrapResult, bootstrap_ci, bootstrap_difference
+from ..estimability import EstimabilityRule
 from .machine import MachineVsClinicianStatistic
-from .pairwise import ClinicianPairwiseStatistic
+from .pairwise import MEDHELM_MIN_SHARED_ITEMS, ClinicianPairwiseStatistic
 
 
 def bootstrap_machine_vs_clinicians(
@@ -46,7 +48,7 @@ def bootstrap_machine_vs_clinicians(
 def bootstrap_clinician_pairwise(
     scores: pd.DataFrame,
     *,
-    min_shared_items: int = 2,
+    min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     method: str = "bca",
@@ -54,6 +56,7 @@ def bootstrap_clinician_pairwise(
     restandardize: bool = True,
     on_degenerate: str = "raise",
     max_cells: int = DEFAULT_MAX_CELLS,
+    rule: EstimabilityRule | None = None,
 ) -> BootstrapResult:
     """Item-bootstrap interval for :func:`clinician_pairwise` (see module docstring)."""
     stat = ClinicianPairwiseStatistic(
@@ -61,6 +64,7 @@ def bootstrap_clinician_pairwise(
         min_shared_items=min_shared_items,
         restandardize=restandardize,
         on_degenerate=on_degenerate,
+        rule=rule,
     )
     return bootstrap_ci(
         stat,
@@ -76,7 +80,7 @@ def bootstrap_machine_minus_clinicians(
     scores: pd.DataFrame,
     *,
     machine: object,
-    min_shared_items: int = 2,
+    min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     method: str = "bca",
@@ -84,11 +88,13 @@ def bootstrap_machine_minus_clinicians(
     restandardize: bool = True,
     on_degenerate: str = "raise",
     max_cells: int = DEFAULT_MAX_CELLS,
+    rule: EstimabilityRule | None = None,
 ) -> BootstrapResult:
     """Interval for (machine-vs-clinicians ICC) - (clinician-clinician mean ICC), both
     recomputed on the same item resamples. An interval above 0 means the machine agrees with
     the clinicians' consensus better than clinicians agree with each other (note the two are
-    not the same kind of quantity: the first compares one rater with a *mean* of clinicians)."""
+    not the same kind of quantity: the first compares one rater with a *mean* of clinicians).
+    With a ``rule`` the second term is the rule's mean (pairs left out as it says)."""
     first = MachineVsClinicianStatistic(
         scores, machine=machine, restandardize=restandardize, on_degenerate=on_degenerate
     )
@@ -97,6 +103,7 @@ def bootstrap_machine_minus_clinicians(
         min_shared_items=min_shared_items,
         restandardize=restandardize,
         on_degenerate=on_degenerate,
+        rule=rule,
     )
     return bootstrap_difference(
         first,

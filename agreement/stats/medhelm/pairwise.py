@@ -1,7 +1,11 @@
 """MedHELM step 5, clinician vs clinician: ICC(3,2) = ICC(C,2) for every pair of clinicians
 sharing enough study items (on their z-scores over the shared items), then the plain
 unweighted mean over pairs, as MedHELM reports it (a pair sharing 2 items counts as much as
-one sharing 40). Pairs whose ICC is undefined (no variation) are left out and counted."""
+one sharing 40). Pairs whose ICC is undefined (no variation) are left out and counted.
+
+With an :class:`~agreement.stats.estimability.EstimabilityRule`, a pair MedHELM would
+average is left out, and counted, when it shares fewer items than the rule asks; never for
+its value (see that module for why). Without one, the mean is MedHELM's as published."""
 
 from __future__ import annotations
 
@@ -13,8 +17,12 @@ import pandas as pd
 from scipy import sparse
 
 from ..bootstrap import ItemStatistic
+from ..estimability import TOO_FEW_SHARED, EstimabilityRule, NotEstimableError
 from ..icc import icc
 from .study_set import StudySet, study_set, weighted_sd
+
+#: MedHELM averages every pair of clinicians sharing at least this many items.
+MEDHELM_MIN_SHARED_ITEMS = 2
 
 
 @dataclass(frozen=True)
@@ -22,14 +30,24 @@ class PairwiseAgreement:
     """MedHELM clinician-clinician agreement: plain mean of ICC(3,2) over clinician pairs."""
 
     mean_icc: float
-    n_pairs: int  # pairs with an ICC (sharing >= min_shared_items and defined)
+    n_pairs: int  # pairs in the mean (sharing >= min_shared_items, defined, not left out)
     n_pairs_undefined: int  # pairs sharing enough items but with no variation
     n_clinicians: int
     n_items: int
     min_shared_items: int
     dropped_raters: tuple[object, ...]
-    pairs: pd.DataFrame = field(repr=False, compare=False)  # rater_a, rater_b, n_shared, icc
+    # rater_a, rater_b, n_shared, icc; with a rule also excluded (its reason code, or None)
+    pairs: pd.DataFrame = field(repr=False, compare=False)
     form: str = "mean over clinician pairs of ICC(C,k), k=2 (= ICC(3,2)), unweighted"
+    n_pairs_excluded: int = 0  # pairs with an ICC the estimability rule left out
+    rule: EstimabilityRule | None = None
+
+    @property
+    def excluded_text(self) -> str:
+        """Words for the pairs the rule left out, or "" (no rule, or none left out)."""
+        if self.rule is None:
+            return ""
+        return self.rule.pairs_left_out(self.n_pairs_excluded, self.n_pairs + self.n_pairs_excluded)
 
 
 def clinician_pairs(study: StudySet, min_shared_items: int) -> list[tuple[int, int]]:
@@ -41,9 +59,18 @@ def clinician_pairs(study: StudySet, min_shared_items: int) -> list[tuple[int, i
 
 
 def clinician_pairwise(
-    scores: pd.DataFrame, *, min_shared_items: int = 2, on_degenerate: str = "raise"
+    scores: pd.DataFrame,
+    *,
+    min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
+    on_degenerate: str = "raise",
+    rule: EstimabilityRule | None = None,
 ) -> PairwiseAgreement:
-    """MedHELM step 5: ICC(3,2) per clinician pair on shared items, plain mean over pairs."""
+    """MedHELM step 5: ICC(3,2) per clinician pair on shared items, plain mean over pairs.
+
+    ``min_shared_items``: the pairs the method averages (MedHELM: 2). ``rule``: which of them
+    share enough items to be estimable; the others are left out of the mean and counted (the
+    pair table keeps them, marked). Raises NotEstimableError when the rule leaves out every
+    pair with an ICC, ValueError when no pair has an ICC at all."""
     study = study_set(scores, on_degenerate)
     z = study.x / study.sd
     rows = []
@@ -63,15 +90,30 @@ def clinician_pairwise(
         raise ValueError(
             f"no pair of clinicians shares >= {min_shared_items} items with a defined ICC"
         )
+    used = defined
+    if rule is not None:
+        pairs["excluded"] = [rule.check_pair(n_shared=n) for n in pairs["n_shared"]]
+        used = defined & pairs["excluded"].isna()
+    n_excluded = int((defined & ~used).sum())
+    if rule is not None and not used.any():
+        raise NotEstimableError(
+            f"no clinician pair shares {rule.min_shared_items} items or more (the "
+            f"{n_excluded} pair{'s' if n_excluded != 1 else ''} with an ICC share "
+            f"{int(pairs.loc[defined, 'n_shared'].max())} at most)",
+            codes=(TOO_FEW_SHARED,),
+            count=n_excluded,
+        )
     return PairwiseAgreement(
-        mean_icc=float(pairs.loc[defined, "icc"].mean()),
-        n_pairs=int(defined.sum()),
+        mean_icc=float(pairs.loc[used, "icc"].mean()),
+        n_pairs=int(used.sum()),
         n_pairs_undefined=int((~defined).sum()),
         n_clinicians=len(study.clinicians),
         n_items=len(study.items),
         min_shared_items=min_shared_items,
         dropped_raters=study.dropped,
         pairs=pairs,
+        n_pairs_excluded=n_excluded,
+        rule=rule,
     )
 
 
@@ -82,24 +124,33 @@ class ClinicianPairwiseStatistic(ItemStatistic):
     items are one sparse (n, 6P) matrix; z-scoring only rescales them (ICC(C,.) ignores a
     shift per rater), so ICC(C,2) = 4 C_uv / (C_uu + C_vv + 2 C_uv) with u = x_r / sd_r,
     v = x_s / sd_s and C the weighted (co)variance sums.
+
+    With a ``rule``, the pairs are those sharing at least the rule's number of items too, as
+    :func:`clinician_pairwise` averages them (the set is fixed by the full data).
     """
 
     def __init__(
         self,
         scores: pd.DataFrame,
         *,
-        min_shared_items: int = 2,
+        min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
         restandardize: bool = True,
         on_degenerate: str = "raise",
+        rule: EstimabilityRule | None = None,
     ) -> None:
+        # The point estimate first: its error (not estimable, or no pair) is the one to report.
+        self._direct = clinician_pairwise(
+            scores, min_shared_items=min_shared_items, on_degenerate=on_degenerate, rule=rule
+        ).mean_icc
         study = study_set(scores, on_degenerate)
         super().__init__(study.items)
         self.name = "mean pairwise ICC(3,2) clinician vs clinician"
         self.restandardize = restandardize
         self._study = study
-        pairs = clinician_pairs(study, min_shared_items)
+        needed = max(min_shared_items, rule.min_shared_items if rule is not None else 0)
+        pairs = clinician_pairs(study, needed)
         if not pairs:
-            raise ValueError(f"no pair of clinicians shares >= {min_shared_items} items")
+            raise ValueError(f"no pair of clinicians shares >= {needed} items")
         self._ia = np.array([p[0] for p in pairs])
         self._ib = np.array([p[1] for p in pairs])
         x0 = np.nan_to_num(study.x)
@@ -109,9 +160,6 @@ class ClinicianPairwiseStatistic(ItemStatistic):
         self._shared = sparse.csc_matrix(shared)
         self._moments = sparse.csc_matrix(np.hstack([shared, xa, xb, xa * xa, xb * xb, xa * xb]))
         self._p = len(pairs)
-        self._direct = clinician_pairwise(
-            scores, min_shared_items=min_shared_items, on_degenerate=on_degenerate
-        ).mean_icc
 
     def estimate(self) -> float:
         return self._direct

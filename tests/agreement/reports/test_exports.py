@@ -34,8 +34,12 @@ def test_exports_csv_json_pdf(built, client, pdf_page_count):
     assert "attachment" in response["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert list(rows[0]) == services.CSV_COLUMNS == ["report", *analysis.CELL_COLUMNS]
-    assert {r["section"] for r in rows} == {"overall", "criterion", "difference"}
-    assert len(rows) == len(snap.results["cells"]) + len(snap.results["differences"])
+    assert {r["section"] for r in rows} == {"overall", "criterion", "difference", "sensitivity"}
+    assert len(rows) == (
+        len(snap.results["cells"])
+        + len(snap.results["differences"])
+        + 2 * len(snap.results["sensitivity"]["entries"])  # with and without the rule
+    )
     data = client.get(base + ".json").json()
     assert set(data) == {"report", "parameters", "method", "results"}
     assert set(data["method"]) >= METHOD_KEYS

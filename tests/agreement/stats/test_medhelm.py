@@ -22,39 +22,7 @@ from agreement.stats import (
     zscore_within_rater,
 )
 
-from .factories import medhelm_like_scores
-
-COLS = ["item", "criterion", "rater", "rater_kind", "value"]
-
-
-def hand_case() -> pd.DataFrame:
-    """Three clinicians A, B, C (criteria acc, cla) and a jury J (three criteria).
-
-    Composites (mean over criteria):
-      A: i1 (1+3)/2 = 2, i2 (3+3)/2 = 3, i3 (5+3)/2 = 4   mean 3, sd 1 -> z = -1, 0, 1
-      B: i2 (1+1)/2 = 1, i3 (2+4)/2 = 3, i4 (5+5)/2 = 5   mean 3, sd 2 -> z = -1, 0, 1
-      C: i1 (3+3)/2 = 3, i3 (4+4)/2 = 4, i4 (1+3)/2 = 2   mean 3, sd 1 -> z =  0, 1, -1
-      J: i1 (9+10+11)/3 = 10, i2 20, i3 (28+31+31)/3 = 30, and i5 = 1000 (no clinician rated
-         i5, so it is not a study item and does not enter J's mean and SD): z = -1, 0, 1.
-    """
-    clinicians = {  # rater: {item: (acc, cla)}
-        "A": {"i1": (1, 3), "i2": (3, 3), "i3": (5, 3)},
-        "B": {"i2": (1, 1), "i3": (2, 4), "i4": (5, 5)},
-        "C": {"i1": (3, 3), "i3": (4, 4), "i4": (1, 3)},
-    }
-    jury = {"i1": (9, 10, 11), "i2": (20, 20, 20), "i3": (28, 31, 31), "i5": (1000,) * 3}
-    rows = [
-        (item, criterion, rater, "clinician", v)
-        for rater, ratings in clinicians.items()
-        for item, values in ratings.items()
-        for criterion, v in zip(("acc", "cla"), values, strict=True)
-    ]
-    rows += [
-        (item, criterion, "J", "jury", v)
-        for item, values in jury.items()
-        for criterion, v in zip(("acc", "com", "cla"), values, strict=True)
-    ]
-    return pd.DataFrame(rows, columns=COLS)
+from .factories import COLS, hand_case, medhelm_like_scores
 
 
 def test_hand_case_composites_and_zscores() -> None:
