@@ -17,6 +17,7 @@ from medhelm_site.common.querying import MAX_PAGE_SIZE
 from medhelm_site.common.rest import MAX_JSON_DEPTH
 from tests.delphi.flow import BASE_URL, make_panel_study
 from tests.factories import item_rows, make_study_with_members
+from tests.support.assignments import assignment_ref
 
 pytestmark = pytest.mark.django_db
 
@@ -55,8 +56,8 @@ def test_an_api_body_nested_too_deeply_is_a_400(depth, endpoint):
         "lock": (setup.coordinator, f"/api/studies/{study}/lock/"),
         "members": (setup.coordinator, f"/api/studies/{study}/members/"),
         "reports": (setup.coordinator, f"/api/studies/{study}/agreement/reports/"),
-        "draft": (setup.clinicians[0], f"/api/assignments/{assignment.pk}/draft/"),
-        "submit": (setup.clinicians[0], f"/api/assignments/{assignment.pk}/submit/"),
+        "draft": (setup.clinicians[0], f"/api/assignments/{assignment_ref(assignment)}/draft/"),
+        "submit": (setup.clinicians[0], f"/api/assignments/{assignment_ref(assignment)}/submit/"),
     }[endpoint]
     body = '{"answers": ' + _nested(depth) + "}"
     response = _json_client(user).post(url, body, content_type="application/json")
@@ -69,7 +70,7 @@ def test_the_closing_pages_beacon_nested_too_deeply_is_a_400():
     setup = make_study_with_members()
     assignment = Assignment.objects.filter(clinician=setup.clinicians[0]).first()
     response = _json_client(setup.clinicians[0]).post(
-        f"/api/assignments/{assignment.pk}/draft/", {"payload": _nested(FAR_TOO_DEEP)}
+        f"/api/assignments/{assignment_ref(assignment)}/draft/", {"payload": _nested(FAR_TOO_DEEP)}
     )
     assert response.status_code == 400, response.content[:300]
     assert "JSON nested too deeply" in response.json()["payload"][0]

@@ -35,6 +35,7 @@ from annotation.models import Assignment
 from delphi import services as delphi_services
 from tests.delphi.flow import BASE_URL, make_panel_study
 from tests.factories import FULL_ANSWERS, UserFactory, make_study_with_members
+from tests.support.assignments import assignment_ref
 
 SCHEMA_PATH = "/api/schema/"
 ROLES = ("anonymous", "coordinator", "clinician", "researcher", "staff")
@@ -88,7 +89,13 @@ def seed_world() -> World:
             "researcher": setup.researcher,
             "staff": UserFactory(username="site-admin", is_staff=True, is_superuser=True),
         },
-        parameters={"study_id": setup.study.pk, "assignment_id": own.pk, "report_id": report.pk},
+        # Both names of the assignment's path parameter (`handle` once point 3 is merged).
+        parameters={
+            "study_id": setup.study.pk,
+            "assignment_id": own.pk,
+            "handle": assignment_ref(own),
+            "report_id": report.pk,
+        },
         delphi_parameters={"study_id": panel.study.pk},
     )
 
