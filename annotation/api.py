@@ -8,13 +8,11 @@ field and reason (medhelm_site.domain_errors.api_exception_handler); anything el
 
 from __future__ import annotations
 
-import json
-
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -34,6 +32,7 @@ from annotation.serializers import (
     RaterItemSerializer,
     StudySerializer,
 )
+from medhelm_site.common.rest import loads_json
 
 
 def _own_assignment(request: Request, handle: str) -> Assignment:
@@ -51,9 +50,9 @@ def _answers(data) -> tuple[dict[str, services.CriterionAnswer], float]:
     # A page closing sends its last draft as a form field "payload" (keepalive beacon).
     if hasattr(data, "get") and isinstance(data.get("payload"), str):
         try:
-            data = json.loads(data["payload"])
-        except json.JSONDecodeError as exc:
-            raise ValidationError({"payload": f"not valid JSON: {exc}"}) from exc
+            data = loads_json(data["payload"])
+        except ParseError as exc:
+            raise ValidationError({"payload": [exc.detail]}) from None
     serializer = AnswersSerializer(data=data)
     serializer.is_valid(raise_exception=True)
     answers = {

@@ -16,6 +16,7 @@ from django.views.decorators.cache import never_cache
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import APIException, NotAuthenticated
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,6 +24,7 @@ from rest_framework.views import APIView
 from delphi import selectors, services
 from delphi.access import get_panelist_for_user
 from delphi.serializers import DraftSavedSerializer, DraftSerializer
+from medhelm_site.common.rest import BoundedJSONParser
 from medhelm_site.domain_errors import api_exception_handler
 
 LOGGED_OUT = "you are logged out: log in again; your answers stay in this browser"
@@ -33,6 +35,13 @@ class RoundConflict(APIException):
 
     status_code = status.HTTP_409_CONFLICT
     default_code = "round_conflict"
+
+
+class _NumbersAsSentJSONParser(BoundedJSONParser):
+    """Reads NaN and Infinity as the numbers they stand for, so that DraftSerializer refuses
+    them naming the answer they are in (the strict parser's refusal names no field)."""
+
+    strict = False
 
 
 def _one_line(detail: Any) -> str:
@@ -66,6 +75,7 @@ class DraftApi(APIView):
     nothing and answers 400 with the service's message, which names the item."""
 
     http_method_names = ["post"]
+    parser_classes = [_NumbersAsSentJSONParser, FormParser, MultiPartParser]
 
     def get_exception_handler(self):
         return draft_exception_handler

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rest_framework import serializers
@@ -9,11 +10,17 @@ from rest_framework import serializers
 DRAFT_KEYS = ("answers", "comprehensiveness", "round")
 
 
+def _not_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 class DraftSerializer(serializers.Serializer):
     """{"round": n, "answers": {round_item_id: answer}, "comprehensiveness": n}.
 
     Each answer is passed on as sent: `services.save_answers` checks it and names the item
-    in its error. `round` is the round the page was rendered for.
+    in its error. `round` is the round the page was rendered for. Infinity, NaN and numbers
+    past a float (1e400) are refused here, naming where they are: the service reads
+    whole numbers with int(), which raises OverflowError on an infinite float.
     """
 
     round = serializers.IntegerField(required=False)
@@ -32,7 +39,26 @@ class DraftSerializer(serializers.Serializer):
                 raise serializers.ValidationError(
                     {"detail": f"unknown key(s) {sorted(unknown)}; allowed: {sorted(DRAFT_KEYS)}"}
                 )
+            _refuse_numbers_not_finite(data)
         return super().to_internal_value(data)
+
+
+def _refuse_numbers_not_finite(data: dict[str, Any]) -> None:
+    """A ValidationError naming the first answer field, or comprehensiveness, holding an
+    infinite or NaN number (form data holds text only, so this is about JSON)."""
+    if _not_finite(data.get("comprehensiveness")):
+        raise serializers.ValidationError(
+            {"comprehensiveness": f"must be a whole number 1-5, got {data['comprehensiveness']}"}
+        )
+    answers = data.get("answers")
+    for key, answer in answers.items() if isinstance(answers, dict) else ():
+        fields = answer.items() if isinstance(answer, dict) else [("", answer)]
+        for name, value in fields:
+            if _not_finite(value):
+                where = f"answers[{key}]" + (f".{name}" if name else "")
+                raise serializers.ValidationError(
+                    {"detail": f"{where}: must be a finite number, got {value}"}
+                )
 
 
 class DraftSavedSerializer(serializers.Serializer):

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views import defaults
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -28,3 +31,17 @@ def add_to_form(form: forms.Form, error: DomainError) -> None:
         form.add_error(None, f"{error.field}: {error.message}")
     else:
         form.add_error(None, error.message)
+
+
+def bad_request_page(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The site's 400 page (handler400). A domain error a view let through (such as a
+    BadParameter: `?membership=abc`) shows its message, which is written for the user;
+    any other bad request keeps Django's page, which says nothing about it."""
+    if isinstance(exception, DomainError):
+        return render(
+            request,
+            "registration/message.html",
+            {"title": "Bad request", "message": exception.message},
+            status=400,
+        )
+    return defaults.bad_request(request, exception)

@@ -264,7 +264,14 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # DRF's parsers and pagination with limits: a body nested too deeply and a huge limit or
+    # offset answer 400 or a bounded page, not a 500 (medhelm_site/common/rest.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "medhelm_site.common.rest.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "medhelm_site.common.rest.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
     # Domain errors (medhelm_site.common.errors.DomainError) answer 400 naming the field.
     "EXCEPTION_HANDLER": "medhelm_site.domain_errors.api_exception_handler",

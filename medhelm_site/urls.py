@@ -74,3 +74,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("admin/", admin.site.urls),
 ]
+
+# A BadParameter (medhelm_site.common.querying) a page lets through answers 400 with its message.
+handler400 = "medhelm_site.domain_errors.bad_request_page"

@@ -25,6 +25,7 @@ from annotation.errors import AnnotationError
 from annotation.forms import CriterionFormSet, ImportForm, MemberForm, StudyForm, criteria_initial
 from annotation.models import ImportJob, RatingStudy
 from medhelm_site.common.csv_export import csv_lines
+from medhelm_site.common.querying import parse_id
 from medhelm_site.domain_errors import add_to_form
 
 
@@ -149,7 +150,8 @@ def members(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 def _remove_member(request: HttpRequest, study: RatingStudy) -> HttpResponse:
-    membership = selectors.study_member(study=study, membership_id=request.POST.get("membership"))
+    membership_id = parse_id(request.POST.get("membership"), field="membership")
+    membership = selectors.study_member(study=study, membership_id=membership_id)
     if membership is None:
         raise Http404("No such member.")
     try:
