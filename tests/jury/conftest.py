@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from tests.support.fake_provider import fake_provider_fixture  # noqa: F401 - registers the fixture
 from tests.support.services import require_service
@@ -35,3 +36,11 @@ def redis_limits(settings) -> Iterator[str]:
     keys = list(client.scan_iter(match=f"{prefix}*"))
     if keys:
         client.delete(*keys)
+
+
+@pytest.fixture
+def admin_client(client, db):
+    """A test client logged in as a superuser (the judge admin pages)."""
+    user = get_user_model().objects.create_superuser("root", "root@example.org", "pw")
+    client.force_login(user)
+    return client

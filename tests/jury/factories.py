@@ -51,3 +51,24 @@ def one_item_run(study: RatingStudy, judge: Judge) -> JuryRun:
 def call_ids(run: JuryRun) -> list[int]:
     """The run's calls, in the order they were created."""
     return list(run.calls.order_by("pk").values_list("pk", flat=True))
+
+
+def judge_admin_form(**overrides: str) -> dict[str, str]:
+    """A valid POST body for the judge admin form, with the given fields changed."""
+    data = {
+        "name": "new-judge",
+        "provider": "openai",
+        "model_id": "gpt-4o",
+        "endpoint": "https://api.openai.com/v1",
+        "api_key_env": "MEDHELM_JUDGE_KEY_OPENAI",
+        "params": "{}",
+        "weight": "1",
+        "price_input_per_mtok": "0",
+        "price_output_per_mtok": "0",
+        "max_concurrency": "4",
+        "requests_per_minute": "",
+        "timeout_seconds": "120",
+        "is_active": "on",
+    }
+    data.update(overrides)
+    return data

@@ -7,14 +7,13 @@ import json
 import random
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from jury.execution import execute_call
 from jury.models import Judge
 from tests.factories import make_study_with_members
-from tests.jury.factories import make_judge, one_item_run
+from tests.jury.factories import judge_admin_form, make_judge, one_item_run
 from tests.support.fake_provider import FakeProvider
 
 SITE_SECRET = "the-site-secret-key-value"
@@ -25,42 +24,15 @@ def study(db):
     return make_study_with_members(n_items=2, n_clinicians=2, k=2).study
 
 
-@pytest.fixture
-def admin_client(client, db):
-    user = get_user_model().objects.create_superuser("root", "root@example.org", "pw")
-    client.force_login(user)
-    return client
-
-
-def judge_form(**overrides: str) -> dict[str, str]:
-    data = {
-        "name": "new-judge",
-        "provider": "openai",
-        "model_id": "gpt-4o",
-        "endpoint": "https://api.openai.com/v1",
-        "api_key_env": "MEDHELM_JUDGE_KEY_OPENAI",
-        "params": "{}",
-        "weight": "1",
-        "price_input_per_mtok": "0",
-        "price_output_per_mtok": "0",
-        "max_concurrency": "4",
-        "requests_per_minute": "",
-        "timeout_seconds": "120",
-        "is_active": "on",
-    }
-    data.update(overrides)
-    return data
-
-
 def test_the_admin_saves_a_judge_within_the_rules(admin_client):
-    response = admin_client.post(reverse("admin:jury_judge_add"), judge_form())
+    response = admin_client.post(reverse("admin:jury_judge_add"), judge_admin_form())
     assert response.status_code == 302, response.content.decode()[:2000]
     assert Judge.objects.filter(name="new-judge").exists()
 
 
 def test_the_admin_refuses_the_site_secret_as_api_key_variable(admin_client):
     response = admin_client.post(
-        reverse("admin:jury_judge_add"), judge_form(api_key_env="SECRET_KEY")
+        reverse("admin:jury_judge_add"), judge_admin_form(api_key_env="SECRET_KEY")
     )
     assert response.status_code == 200
     text = response.content.decode()
@@ -71,7 +43,7 @@ def test_the_admin_refuses_the_site_secret_as_api_key_variable(admin_client):
 
 def test_the_admin_refuses_an_endpoint_on_a_host_not_allowed(admin_client):
     response = admin_client.post(
-        reverse("admin:jury_judge_add"), judge_form(endpoint="https://evil.example.com/v1")
+        reverse("admin:jury_judge_add"), judge_admin_form(endpoint="https://evil.example.com/v1")
     )
     assert response.status_code == 200
     text = response.content.decode()

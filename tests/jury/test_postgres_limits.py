@@ -5,42 +5,15 @@ SQLite and on PostgreSQL alike, and save nothing."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from jury.models import Judge, PromptTemplate
 from medhelm_site.common.text_limits import column_max_length
 from tests.factories import TEST_PASSWORD, make_study_with_members
+from tests.jury.factories import judge_admin_form
 
 JUDGE_NAME = column_max_length(Judge, "name")
 PROMPT_NAME = column_max_length(PromptTemplate, "name")
-
-
-@pytest.fixture
-def admin_client(client, db):
-    user = get_user_model().objects.create_superuser("root", "root@example.org", "pw")
-    client.force_login(user)
-    return client
-
-
-def _judge_form(**overrides: str) -> dict[str, str]:
-    data = {
-        "name": "new-judge",
-        "provider": "openai",
-        "model_id": "gpt-4o",
-        "endpoint": "https://api.openai.com/v1",
-        "api_key_env": "MEDHELM_JUDGE_KEY_OPENAI",
-        "params": "{}",
-        "weight": "1",
-        "price_input_per_mtok": "0",
-        "price_output_per_mtok": "0",
-        "max_concurrency": "4",
-        "requests_per_minute": "",
-        "timeout_seconds": "120",
-        "is_active": "on",
-    }
-    data.update(overrides)
-    return data
 
 
 @pytest.mark.parametrize(
@@ -60,7 +33,7 @@ def _judge_form(**overrides: str) -> dict[str, str]:
 def test_the_judge_admin_refuses_what_the_database_cannot_store(
     admin_client, overrides, field, message
 ):
-    response = admin_client.post(reverse("admin:jury_judge_add"), _judge_form(**overrides))
+    response = admin_client.post(reverse("admin:jury_judge_add"), judge_admin_form(**overrides))
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert message in " ".join(errors[field])
