@@ -10,6 +10,7 @@ only, so an SDK upgrade that moves its internals cannot break the engine silentl
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,7 @@ def sdk_headers(headers: Mapping[str, Any], *, keyed: bool) -> dict[str, str]:
     }
 
 
-class SdkHttpClient:
+class SdkHttpClient(ABC):
     """What the OpenAI-compatible and Anthropic clients share: a label for messages, the key
     (kept out of every message), and the plain-HTTP form of their requests and replies.
 
@@ -77,18 +78,20 @@ class SdkHttpClient:
         self._target_known = False
 
     # --- what a protocol defines -------------------------------------------------------
-    def request_body(self, request: JudgeRequest) -> dict[str, Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def request_body(self, request: JudgeRequest) -> dict[str, Any]: ...
 
+    @abstractmethod
     def parse_body(self, text: str, *, body: Mapping[str, Any]) -> JudgeReply:
         """The reply in a 2xx body `text` to the request `body`; MalformedResponse when the
         text is not the protocol's shape."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def async_sdk_client(self) -> Any | None:
         """The official SDK's async client for this judge (its URL and headers are the ones
         to send), or None when the judge has no plain-HTTP form here."""
-        raise NotImplementedError
+        ...
 
     # --- the plain-HTTP form ------------------------------------------------------------
     def build_request(self, request: JudgeRequest) -> HttpRequest | None:
