@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jury import limits
+from jury.execution.attempts import AttemptClock, AttemptRecord
 from jury.execution.clients import AsyncProvider, client_key
 from jury.execution.retries import MAX_WAIT_FOR_SLOT_SECONDS, backoff_seconds
 from jury.execution.storage import Outcome
@@ -278,11 +279,14 @@ class Engine:
             )
         rng = random.Random()
         attempts = 0
+        log_: list[AttemptRecord] = []
         last_error = ""
         last_status = JudgeCall.Status.PROVIDER_ERROR
         while attempts < job.max_attempts:
             if state.cancelled:
-                return Outcome(call_id=job.call_id, status=None, attempts=attempts)
+                return Outcome(
+                    call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
+                )
             waiter = loop.create_future()
             state.waiting.add(waiter)
             timer = loop.call_later(
@@ -292,17 +296,20 @@ class Engine:
             try:
                 token = await gate.acquire(waiter, retry=attempts > 0)
             except LeftPending:
-                return Outcome(call_id=job.call_id, status=None, attempts=attempts)
+                return Outcome(
+                    call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
+                )
             finally:
                 timer.cancel()
                 state.waiting.discard(waiter)
             attempts += 1
-            started = time.monotonic()
+            clock = AttemptClock()
             try:
                 reply = await provider.complete(job.request)
             except providers.ProviderError as exc:
                 await gate.release(token)
                 last_error = f"attempt {attempts}: {exc}"
+                log_.append(clock.failed(exc, str(exc)))
                 last_status = (
                     JudgeCall.Status.TIMEOUT
                     if isinstance(exc, providers.ProviderTimeout)
@@ -316,18 +323,26 @@ class Engine:
                 await gate.release(token)
                 detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
                 last_error = f"attempt {attempts}: unexpected {type(exc).__name__}: {detail}"
+                log_.append(clock.failed(exc, f"unexpected {type(exc).__name__}: {detail}"))
                 last_status = JudgeCall.Status.PROVIDER_ERROR
                 break
-            latency_ms = int((time.monotonic() - started) * 1000)
+            log_.append(clock.replied(reply))
             await gate.release(token)
             return Outcome(
                 call_id=job.call_id,
                 status=JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK,
                 reply=reply,
                 attempts=attempts,
-                latency_ms=latency_ms,
+                latency_ms=log_[-1].latency_ms,
+                attempt_log=log_,
             )
-        return Outcome(call_id=job.call_id, status=last_status, error=last_error, attempts=attempts)
+        return Outcome(
+            call_id=job.call_id,
+            status=last_status,
+            error=last_error,
+            attempts=attempts,
+            attempt_log=log_,
+        )
 
 
 _engine_instance: Engine | None = None

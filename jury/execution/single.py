@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from jury import limits
 from jury.execution import storage
+from jury.execution.attempts import AttemptClock, AttemptRecord
 from jury.execution.clients import client_key, judge_refusal
 from jury.execution.retries import (
     DEFAULT_MAX_ATTEMPTS,
@@ -109,6 +110,7 @@ class _Attempts:
         self.request = storage.build_request(call, call.judge, self.criteria[0])
         self.max_attempts = int(call.judge.params.get("max_attempts", DEFAULT_MAX_ATTEMPTS))
         self.attempts = 0
+        self.attempt_log: list[AttemptRecord] = []
         self.waited = 0.0  # seconds spent waiting for a slot, over all attempts
         self.last_error = ""
         self.last_status: str = JudgeCall.Status.PROVIDER_ERROR
@@ -120,23 +122,25 @@ class _Attempts:
             if ended is not None:
                 return ended
             self.attempts += 1
-            started = time.monotonic()
+            clock = AttemptClock()
             try:
                 reply = sync_client(self.judge).complete(self.request)
             except Exception as exc:
                 limits.release(call=self.call)
-                retry_in = self.failed(exc)
+                retry_in = self.failed(exc, clock)
                 if retry_in is None:
                     break
                 self.sleep(retry_in)
                 continue
-            return self.store_reply(reply, latency_ms=int((time.monotonic() - started) * 1000))
+            self.attempt_log.append(clock.replied(reply))
+            return self.store_reply(reply, latency_ms=self.attempt_log[-1].latency_ms)
         failure = storage.Outcome(
             call_id=self.call.pk,
             status=self.last_status,
             error=self.last_error,
             attempts=self.attempts,
             latency_ms=None,
+            attempt_log=self.attempt_log,
         )
         return self.finish(self.save(failure))
 
@@ -171,15 +175,18 @@ class _Attempts:
             self.sleep(pause)
             self.waited += pause
 
-    def failed(self, exc: Exception) -> float | None:
+    def failed(self, exc: Exception, clock: AttemptClock) -> float | None:
         """Note a failed attempt; returns the backoff before the next one, or None when no
         other attempt is to be made."""
         if not isinstance(exc, providers.ProviderError):
             # A bug in a client must not leave the call pending forever.
             detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
-            self.last_error = f"attempt {self.attempts}: unexpected {type(exc).__name__}: {detail}"
+            reason = f"unexpected {type(exc).__name__}: {detail}"
+            self.attempt_log.append(clock.failed(exc, reason))
+            self.last_error = f"attempt {self.attempts}: {reason}"
             self.last_status = JudgeCall.Status.PROVIDER_ERROR
             return None
+        self.attempt_log.append(clock.failed(exc, str(exc)))
         self.last_error = f"attempt {self.attempts}: {exc}"
         self.last_status = (
             JudgeCall.Status.TIMEOUT
@@ -198,6 +205,7 @@ class _Attempts:
             reply=reply,
             attempts=self.attempts,
             latency_ms=latency_ms,
+            attempt_log=self.attempt_log,
         )
         try:
             saved = self.save(outcome)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +18,7 @@ from django.db.models import Exists, Field, OuterRef
 from django.utils import timezone
 
 from annotation.models import RubricCriterion
+from jury.execution.attempts import AttemptRecord
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun
 from jury.providers import base as providers
 from jury.verdicts import parse_verdict
@@ -72,7 +73,8 @@ def build_request(
 
 @dataclass
 class Outcome:
-    """How one call ended. status None: it did not end (cancelled, no slot in time)."""
+    """How one call ended. status None: it did not end (cancelled, no slot in time).
+    `attempt_log` holds every request sent for it in this execution, failed or not."""
 
     call_id: int
     status: str | None
@@ -81,6 +83,7 @@ class Outcome:
     attempts: int = 0
     latency_ms: int | None = None
     source: CachedSource | None = None  # served from the cache: the billed original
+    attempt_log: list[AttemptRecord] = field(default_factory=list)
 
 
 def refused_outcome(call_id: int, reason: str) -> Outcome:
