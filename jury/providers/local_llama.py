@@ -78,7 +78,7 @@ def load_model(path: str | Path, *, n_ctx: int, n_threads: int) -> LoadedModel:
         if not Path(resolved).is_file():
             raise LocalModelMissing(f"model file {resolved} does not exist")
         started = time.perf_counter()
-        with _without_extra_buffer_types(llama_cpp):
+        with without_extra_buffer_types(llama_cpp):
             llama = llama_cpp.Llama(
                 model_path=resolved,
                 n_ctx=n_ctx,
@@ -102,7 +102,7 @@ def load_model(path: str | Path, *, n_ctx: int, n_threads: int) -> LoadedModel:
 
 
 @contextlib.contextmanager
-def _without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
+def without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
     """Load with llama.cpp's extra buffer types off (use_extra_bufts=False): the weights stay
     in plain CPU buffers instead of being repacked for AMX or AVX kernels.
 
@@ -117,12 +117,12 @@ def _without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
     module = llama_cpp.llama_cpp
     defaults = module.llama_model_default_params
 
-    def without_extra_buffer_types() -> Any:
+    def params_without_extra_buffer_types() -> Any:
         params = defaults()
         params.use_extra_bufts = False
         return params
 
-    module.llama_model_default_params = without_extra_buffer_types
+    module.llama_model_default_params = params_without_extra_buffer_types
     try:
         yield
     finally:
