@@ -322,8 +322,9 @@ class Engine:
             except Exception as exc:  # a bug in a client must not leave the call pending
                 await gate.release(token)
                 detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
-                last_error = f"attempt {attempts}: unexpected {type(exc).__name__}: {detail}"
-                log_.append(clock.failed(exc, f"unexpected {type(exc).__name__}: {detail}"))
+                reason = f"unexpected {type(exc).__name__}: {detail}"
+                last_error = f"attempt {attempts}: {reason}"
+                log_.append(clock.failed(exc, reason))
                 last_status = JudgeCall.Status.PROVIDER_ERROR
                 break
             log_.append(clock.replied(reply))
