@@ -145,5 +145,17 @@ class Command(BaseCommand):
         for h in selectors.judge_health(run=run):
             statuses = ", ".join(f"{k} {v}" for k, v in sorted(h.by_status.items()))
             self.stdout.write(f"  {h.judge}: {statuses}; failure rate {h.failure_rate:.0%}")
+        self._show_errors(run)
         self.stdout.write(f"Run {run.pk}: {run.status}.")
         sys.stdout.flush()
+
+    def _show_errors(self, run: JuryRun) -> None:
+        """The run's top error reasons over every attempt (resumed calls' earlier ones too)."""
+        errors = selectors.run_errors(run=run)
+        if not errors.failed:
+            return
+        self.stdout.write(
+            f"Top error reasons ({errors.failed} of {errors.attempts} attempts failed):"
+        )
+        for e in errors.top:
+            self.stdout.write(f"  {e.count:>6}  {e.kind}: {e.reason or '(no message)'}")
