@@ -35,17 +35,7 @@ class JudgeAttemptInline(admin.TabularInline):
     """A call's attempts over all its executions: a record, never edited."""
 
     model = models.JudgeAttempt
-    fields = readonly_fields = [
-        "number",
-        "started_at",
-        "outcome",
-        "http_status",
-        "latency_ms",
-        "input_tokens",
-        "output_tokens",
-        "finish_reason",
-        "error",
-    ]
+    fields = readonly_fields = list(models.JudgeAttempt.RECORD_FIELDS)
     ordering = ["number"]
     extra = 0
     can_delete = False

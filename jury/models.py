@@ -213,6 +213,19 @@ class JudgeAttempt(models.Model):
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     finish_reason = models.CharField(max_length=32, blank=True)
 
+    #: What an attempt records, in the order pages and exports show it.
+    RECORD_FIELDS = (
+        "number",
+        "started_at",
+        "outcome",
+        "http_status",
+        "latency_ms",
+        "input_tokens",
+        "output_tokens",
+        "finish_reason",
+        "error",
+    )
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["call", "number"], name="judge_attempt_number_once")

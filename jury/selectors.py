@@ -233,20 +233,7 @@ def run_errors(*, run: JuryRun, limit: int = TOP_ERROR_REASONS) -> RunErrors:
     )
 
 
-ATTEMPT_COLUMNS = (
-    "call_id",
-    "judge",
-    "item_id",
-    "number",
-    "started_at",
-    "outcome",
-    "http_status",
-    "latency_ms",
-    "input_tokens",
-    "output_tokens",
-    "finish_reason",
-    "error",
-)
+ATTEMPT_COLUMNS = ("call_id", "judge", "item_id", *JudgeAttempt.RECORD_FIELDS)
 
 
 def attempt_rows(*, run: JuryRun) -> Iterator[tuple]:
@@ -254,20 +241,8 @@ def attempt_rows(*, run: JuryRun) -> Iterator[tuple]:
     rows = (
         JudgeAttempt.objects.filter(call__run=run)
         .order_by("call_id", "number")
-        .values_list(
-            "call_id",
-            "call__judge__name",
-            "call__item_id",
-            "number",
-            "started_at",
-            "outcome",
-            "http_status",
-            "latency_ms",
-            "input_tokens",
-            "output_tokens",
-            "finish_reason",
-            "error",
-        )
+        .values_list("call_id", "call__judge__name", "call__item_id", *JudgeAttempt.RECORD_FIELDS)
     )
+    started = ATTEMPT_COLUMNS.index("started_at")
     for row in rows.iterator(chunk_size=2000):
-        yield (*row[:4], row[4].isoformat(), *row[5:])
+        yield (*row[:started], row[started].isoformat(), *row[started + 1 :])

@@ -11,11 +11,11 @@ import pytest
 from jury import selectors, services
 from jury.execution import execute_call, storage
 from jury.execution.attempts import AttemptClock
-from jury.models import JudgeAttempt, JudgeCall, JudgeLease, JuryRun
+from jury.models import JudgeCall, JudgeLease, JuryRun
 from jury.providers import base as providers
 from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids, make_judge, one_item_run
-from tests.support.fake_provider import prompt_key
+from tests.support.attempts import assert_rows_are_the_requests
 
 
 @pytest.fixture
@@ -39,16 +39,6 @@ def run_all(run: JuryRun, sleep=no_sleep) -> None:
 
 def history(call: JudgeCall) -> list[tuple]:
     return list(call.attempt_log.order_by("number").values_list("number", "outcome", "http_status"))
-
-
-def assert_rows_are_the_requests(run: JuryRun, fake) -> None:
-    """Each call's attempt count is its rows, numbered from 1, and as many as the requests
-    the provider saw for its prompt; all together, every request the provider saw."""
-    for call in run.calls.all():
-        numbers = list(call.attempt_log.order_by("number").values_list("number", flat=True))
-        assert numbers == list(range(1, call.attempts + 1)), call
-        assert call.attempts == fake.per_prompt_hash[prompt_key(call.prompt_text)], call
-    assert JudgeAttempt.objects.filter(call__run=run).count() == fake.total_requests
 
 
 def test_every_attempt_is_kept_with_its_outcome_status_and_tokens(study, fake_provider):

@@ -10,8 +10,8 @@ import pytest
 from jury import execution, services
 from jury.models import JudgeAttempt, JuryRun
 from tests.jury.factories import call_ids, make_judge, one_item_run
+from tests.support.attempts import assert_rows_are_the_requests
 from tests.support.celery_worker import wait_for
-from tests.support.fake_provider import prompt_key
 
 pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("chunk_limits")]
 
@@ -22,14 +22,6 @@ def history(run: JuryRun) -> list[tuple]:
         .order_by("call", "number")
         .values_list("number", "outcome", "http_status")
     )
-
-
-def assert_rows_are_the_requests(run: JuryRun, fake) -> None:
-    for call in run.calls.all():
-        numbers = list(call.attempt_log.order_by("number").values_list("number", flat=True))
-        assert numbers == list(range(1, call.attempts + 1)), call
-        assert call.attempts == fake.per_prompt_hash[prompt_key(call.prompt_text)], call
-    assert JudgeAttempt.objects.filter(call__run=run).count() == fake.total_requests
 
 
 def test_every_attempt_of_a_chunk_is_kept(study, fake_provider):
