@@ -246,3 +246,9 @@ def attempt_rows(*, run: JuryRun) -> Iterator[tuple]:
     started = ATTEMPT_COLUMNS.index("started_at")
     for row in rows.iterator(chunk_size=2000):
         yield (*row[:started], row[started].isoformat(), *row[started + 1 :])
+
+
+def truncated_calls(*, run: JuryRun) -> int:
+    """The run's calls cut at max_tokens: a resume leaves them until their judge's request
+    changes (jury.services.RETRIED_ON_RESUME), so pages and commands say how many stay."""
+    return run.calls.filter(status=JudgeCall.Status.TRUNCATED).count()

@@ -95,6 +95,13 @@ def run_action(request: HttpRequest, study_id: int, run_id: int, action: str) ->
     elif action == "resume":
         n = services.resume_run(run=run, actor=request.user)
         messages.success(request, f"{n} calls sent again (missing or failed).")
+        truncated = selectors.truncated_calls(run=run)
+        if truncated:
+            messages.warning(
+                request,
+                f"{truncated} truncated calls not sent again: the same request would be cut "
+                "again. Raise their judge's max_tokens, then resume.",
+            )
     else:
         raise Http404("Unknown action.")
     return redirect("jury:run", study_id=study.pk, run_id=run.pk)

@@ -4,6 +4,7 @@ judge's request has changed (max_tokens raised)."""
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
@@ -82,3 +83,21 @@ def test_resume_sends_a_truncated_call_again_only_once_max_tokens_changed(study,
     again = one_item_run(study, judge)
     run_all(again)
     assert again.calls.get().cached_from_id == call.pk
+
+
+def test_a_resume_says_which_truncated_calls_it_left(client, study, fake_provider):
+    from django.core.management import call_command
+
+    judge = make_judge(fake_provider, name="gpt")
+    run = one_item_run(study, judge)
+    fake_provider.enqueue("max_tokens")
+    run_all(run)
+    client.force_login(study.created_by)
+    page = client.post(
+        f"/studies/{study.pk}/jury/runs/{run.pk}/resume/", follow=True
+    ).content.decode()
+    assert "0 calls sent again" in page
+    assert "1 truncated calls not sent again" in page and "max_tokens" in page
+    out = io.StringIO()
+    call_command("run_jury", resume=run.pk, inline=1, stdout=out)
+    assert "1 truncated calls not sent again" in out.getvalue()

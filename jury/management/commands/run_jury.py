@@ -59,6 +59,12 @@ class Command(BaseCommand):
             run = self._run(o["resume"])
             n = services.resume_run(run=run, actor=None, dispatch=dispatch)
             self.stdout.write(f"Run {run.pk}: {n} calls to score again.")
+            truncated = selectors.truncated_calls(run=run)
+            if truncated:
+                self.stdout.write(
+                    f"{truncated} truncated calls not sent again: the same request would be "
+                    "cut again. Raise their judge's max_tokens, then resume."
+                )
         else:
             run = self._start(o, dispatch)
             self.stdout.write(f"Run {run.pk} started: {run.calls.count()} calls.")
