@@ -11,12 +11,7 @@ import pandas as pd
 
 from jury.models import JudgeCall
 
-FAILED_STATUSES = (
-    JudgeCall.Status.INVALID,
-    JudgeCall.Status.PROVIDER_ERROR,
-    JudgeCall.Status.TIMEOUT,
-    JudgeCall.Status.REFUSED,
-)
+FAILED_STATUSES = JudgeCall.FAILED_STATUSES
 
 
 def _short_items(table: pd.DataFrame, items: pd.DataFrame) -> list[dict[str, Any]]:

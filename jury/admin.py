@@ -31,11 +31,25 @@ class JuryRunAdmin(admin.ModelAdmin):
     list_filter = ["status"]
 
 
+class JudgeAttemptInline(admin.TabularInline):
+    """A call's attempts over all its executions: a record, never edited."""
+
+    model = models.JudgeAttempt
+    fields = readonly_fields = list(models.JudgeAttempt.RECORD_FIELDS)
+    ordering = ["number"]
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(models.JudgeCall)
 class JudgeCallAdmin(admin.ModelAdmin):
     list_display = ["id", "run", "judge", "item", "status", "attempts", "latency_ms", "cost"]
     list_filter = ["status", "judge"]
     raw_id_fields = ["item", "cached_from"]
+    inlines = [JudgeAttemptInline]
 
 
 @admin.register(models.JudgeScore)

@@ -150,9 +150,16 @@ class JudgeCall(models.Model):
         PROVIDER_ERROR = "provider_error", "Provider error"
         TIMEOUT = "timeout", "Timeout"
         REFUSED = "refused", "Refused"
+        TRUNCATED = "truncated", "Truncated"
 
     #: Every status but pending and ok: the call ended without a valid verdict.
-    FAILED_STATUSES = (Status.INVALID, Status.PROVIDER_ERROR, Status.TIMEOUT, Status.REFUSED)
+    FAILED_STATUSES = (
+        Status.INVALID,
+        Status.PROVIDER_ERROR,
+        Status.TIMEOUT,
+        Status.REFUSED,
+        Status.TRUNCATED,
+    )
 
     run = models.ForeignKey(JuryRun, on_delete=models.CASCADE, related_name="calls")
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="calls")
@@ -167,7 +174,12 @@ class JudgeCall(models.Model):
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Requests sent for this call over all its executions."
+    )
+    finish_reason = models.CharField(
+        max_length=32, blank=True, help_text="Why the provider stopped writing the stored reply."
+    )
     cached_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reused_by"
     )
@@ -182,6 +194,45 @@ class JudgeCall(models.Model):
 
     def __str__(self) -> str:
         return f"call {self.pk}: {self.judge_id} on item {self.item_id} ({self.status})"
+
+
+class JudgeAttempt(models.Model):
+    """One request sent for a call: kept across retries, kills and resumes, so a call's
+    failures stay visible after it ended well. `number` counts over all its executions."""
+
+    call = models.ForeignKey(JudgeCall, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveSmallIntegerField()
+    started_at = models.DateTimeField()
+    latency_ms = models.PositiveIntegerField()
+    #: "ok", "refused", "truncated", "invalid_verdict", or the failure kind of
+    #: jury.execution.attempts ("timeout", "server_error", "rate_limited", ...).
+    outcome = models.CharField(max_length=24)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=32, blank=True)
+
+    #: What an attempt records, in the order pages and exports show it.
+    RECORD_FIELDS = (
+        "number",
+        "started_at",
+        "outcome",
+        "http_status",
+        "latency_ms",
+        "input_tokens",
+        "output_tokens",
+        "finish_reason",
+        "error",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["call", "number"], name="judge_attempt_number_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of call {self.call_id}: {self.outcome}"
 
 
 class JudgeLimiter(models.Model):

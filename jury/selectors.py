@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models.functions import Substr
 from django.utils import timezone
 
 from annotation.models import RatingStudy
-from jury.models import JudgeCall, JuryRun, PromptTemplate
+from jury.models import JudgeAttempt, JudgeCall, JuryRun, PromptTemplate
 
 FAILED = JudgeCall.FAILED_STATUSES
 
@@ -134,6 +135,7 @@ CALL_COLUMNS = (
     "external_id",
     "status",
     "attempts",
+    "finish_reason",
     "input_tokens",
     "output_tokens",
     "cost",
@@ -166,6 +168,7 @@ def call_rows(*, run: JuryRun) -> Iterator[tuple]:
             c.item.external_id,
             c.status,
             c.attempts,
+            c.finish_reason,
             c.input_tokens,
             c.output_tokens,
             c.cost,
@@ -184,3 +187,68 @@ def latest_prompt_template(*, study: RatingStudy) -> PromptTemplate | None:
 def prompt_versions(*, study: RatingStudy) -> QuerySet[PromptTemplate]:
     """The study's prompt versions, newest first."""
     return PromptTemplate.objects.filter(study=study).order_by("-created_at")
+
+
+# --- a run's attempt history: its top error reasons, every attempt -----------------------------
+
+TOP_ERROR_REASONS = 10
+# Reasons are grouped on their first characters: the provider's message, not what follows.
+ERROR_REASON_CHARS = 160
+
+
+@dataclass(frozen=True)
+class ErrorReason:
+    """Failed attempts of a run with one outcome kind and (short) reason."""
+
+    kind: str
+    reason: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RunErrors:
+    """A run's attempts over all its executions, how many failed, and the top reasons."""
+
+    attempts: int
+    failed: int
+    top: list[ErrorReason]
+
+
+def run_errors(*, run: JuryRun, limit: int = TOP_ERROR_REASONS) -> RunErrors:
+    """The run's failed attempts (any outcome but ok, resumed calls' earlier failures
+    included) grouped by kind and reason, most frequent first."""
+    attempts = JudgeAttempt.objects.filter(call__run=run)
+    totals = attempts.aggregate(attempts=Count("id"), failed=Count("id", filter=~Q(outcome="ok")))
+    top = (
+        attempts.exclude(outcome="ok")
+        .annotate(reason=Substr("error", 1, ERROR_REASON_CHARS))
+        .values_list("outcome", "reason")
+        .annotate(n=Count("id"))
+        .order_by("-n", "outcome", "reason")[:limit]
+    )
+    return RunErrors(
+        attempts=totals["attempts"],
+        failed=totals["failed"],
+        top=[ErrorReason(kind=kind, reason=reason, count=n) for kind, reason, n in top],
+    )
+
+
+ATTEMPT_COLUMNS = ("call_id", "judge", "item_id", *JudgeAttempt.RECORD_FIELDS)
+
+
+def attempt_rows(*, run: JuryRun) -> Iterator[tuple]:
+    """Every request sent for a run's calls, in ATTEMPT_COLUMNS order, streamed."""
+    rows = (
+        JudgeAttempt.objects.filter(call__run=run)
+        .order_by("call_id", "number")
+        .values_list("call_id", "call__judge__name", "call__item_id", *JudgeAttempt.RECORD_FIELDS)
+    )
+    started = ATTEMPT_COLUMNS.index("started_at")
+    for row in rows.iterator(chunk_size=2000):
+        yield (*row[:started], row[started].isoformat(), *row[started + 1 :])
+
+
+def truncated_calls(*, run: JuryRun) -> int:
+    """The run's calls cut at max_tokens: a resume leaves them until their judge's request
+    changes (jury.services.RETRIED_ON_RESUME), so pages and commands say how many stay."""
+    return run.calls.filter(status=JudgeCall.Status.TRUNCATED).count()

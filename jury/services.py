@@ -15,13 +15,15 @@ from annotation.models import Item, RatingStudy
 from delphi.models import TaxonomyNode
 from jury import limits, task_names
 from jury.errors import JuryError
-from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
+from jury.models import Judge, JudgeCall, JudgeScore, JuryRun, PromptTemplate
 from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, prompt_hash, render_prompt, validate_template
 from jury.providers.base import CriterionSpec
 
 DEFAULT_TEMPLATE_NAME = "medhelm-default"
 # Statuses a resume tries again: the provider never gave an answer. An invalid verdict or a
-# refusal is an answer (at temperature 0 the same request gives it again).
+# refusal is an answer (at temperature 0 the same request gives it again). So is a reply cut
+# at max_tokens: the same request is cut the same way again, so a truncated call is sent again
+# only once its judge's request has changed (max_tokens raised: _truncated_to_resend).
 RETRIED_ON_RESUME = (JudgeCall.Status.PROVIDER_ERROR, JudgeCall.Status.TIMEOUT)
 
 
@@ -213,13 +215,39 @@ def start_run(
     return run
 
 
+def _truncated_to_resend(run: JuryRun) -> list[JudgeCall]:
+    """The run's truncated calls whose judge would now send another request (its params
+    changed since, e.g. max_tokens raised), with the hash of that request: the call will
+    hold its answer, and the cache must find it under what was asked."""
+    resend = []
+    for call in run.calls.filter(status=JudgeCall.Status.TRUNCATED).select_related("judge"):
+        current = prompt_hash(
+            provider=call.judge.provider,
+            model_id=call.judge.model_id,
+            params=call.judge.params,
+            system=call.system_text,
+            prompt=call.prompt_text,
+        )
+        if current != call.prompt_hash:
+            call.prompt_hash, call.status = current, JudgeCall.Status.PENDING
+            resend.append(call)
+    return resend
+
+
 @transaction.atomic
 def resume_run(*, run: JuryRun, actor: AbstractBaseUser | None, dispatch: bool = True) -> int:
-    """Score what is missing or failed: calls still pending (a killed worker, a cancel) and
-    calls that ended in a provider error or timeout. Returns how many were sent again."""
+    """Score what is missing or failed: calls still pending (a killed worker, a cancel),
+    calls that ended in a provider error or timeout, and truncated calls whose judge's
+    request has changed. Their attempts so far stay in their history (JudgeAttempt), and
+    their error until they end again. Returns how many were sent again."""
     run = JuryRun.objects.select_for_update().get(pk=run.pk)
     retried = JudgeCall.objects.filter(run=run, status__in=RETRIED_ON_RESUME)
-    retried.update(status=JudgeCall.Status.PENDING, error="")
+    retried.update(status=JudgeCall.Status.PENDING)
+    resend = _truncated_to_resend(run)
+    JudgeCall.objects.bulk_update(resend, ["prompt_hash", "status"])
+    # The cut verdict's scores (none valid) give way to the new answer's; its attempt row
+    # keeps why it was cut.
+    JudgeScore.objects.filter(call__in=resend).delete()
     pending = list(run.calls.filter(status=JudgeCall.Status.PENDING).values_list("pk", flat=True))
     # A pending call's stale lease (its worker died) must not block it.
     limits.forget_stale(call_ids=pending)

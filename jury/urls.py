@@ -9,5 +9,6 @@ urlpatterns = [
     path("prompt/", views.prompt, name="prompt"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/calls.csv", views.run_calls_csv, name="run-calls"),
+    path("runs/<int:run_id>/attempts.csv", views.run_attempts_csv, name="run-attempts"),
     path("runs/<int:run_id>/<str:action>/", views.run_action, name="run-action"),
 ]

@@ -73,6 +73,7 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
             "run": run,
             "progress": selectors.run_progress(run=run),
             "health": selectors.judge_health(run=run),
+            "errors": selectors.run_errors(run=run),
             "is_coordinator": Role.COORDINATOR in roles,
         },
     )
@@ -94,6 +95,13 @@ def run_action(request: HttpRequest, study_id: int, run_id: int, action: str) ->
     elif action == "resume":
         n = services.resume_run(run=run, actor=request.user)
         messages.success(request, f"{n} calls sent again (missing or failed).")
+        truncated = selectors.truncated_calls(run=run)
+        if truncated:
+            messages.warning(
+                request,
+                f"{truncated} truncated calls not sent again: the same request would be cut "
+                "again. Raise their judge's max_tokens, then resume.",
+            )
     else:
         raise Http404("Unknown action.")
     return redirect("jury:run", study_id=study.pk, run_id=run.pk)
@@ -108,6 +116,20 @@ def run_calls_csv(request: HttpRequest, study_id: int, run_id: int) -> HttpRespo
         csv_lines(selectors.CALL_COLUMNS, selectors.call_rows(run=run)), content_type="text/csv"
     )
     response["Content-Disposition"] = f'attachment; filename="jury-run-{run.pk}-calls.csv"'
+    return response
+
+
+@login_required
+def run_attempts_csv(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse:
+    """Every request sent for a run's calls, over all executions: outcome, HTTP status,
+    latency, tokens, finish reason and error."""
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    run = _run_of(study, run_id)
+    response = StreamingHttpResponse(
+        csv_lines(selectors.ATTEMPT_COLUMNS, selectors.attempt_rows(run=run)),
+        content_type="text/csv",
+    )
+    response["Content-Disposition"] = f'attachment; filename="jury-run-{run.pk}-attempts.csv"'
     return response
 
 

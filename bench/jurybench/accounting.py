@@ -143,8 +143,14 @@ def check_provider_call(
         tally.bad(
             "more requests than 1 + failed attempts", c, f"{requests} requests, {err_out} failed"
         )
-    # An invalid verdict or a refusal is an answer too: billed like an ok call.
-    answered = (JudgeCall.Status.OK, JudgeCall.Status.INVALID, JudgeCall.Status.REFUSED)
+    # An invalid verdict, a refusal or a reply cut at max_tokens is an answer too: billed
+    # like an ok call.
+    answered = (
+        JudgeCall.Status.OK,
+        JudgeCall.Status.INVALID,
+        JudgeCall.Status.REFUSED,
+        JudgeCall.Status.TRUNCATED,
+    )
     if c["status"] in answered:
         check_answered_call(c, row, cost, facts, tally)
     elif c["status"] != JudgeCall.Status.PENDING:

@@ -120,7 +120,7 @@ class _Attempts:
         while self.attempts < self.max_attempts:
             ended = self.wait_for_slot()
             if ended is not None:
-                return ended
+                return self.left(ended)
             self.attempts += 1
             clock = AttemptClock()
             try:
@@ -174,6 +174,20 @@ class _Attempts:
             pause = wait * (1 + self.rng.random())
             self.sleep(pause)
             self.waited += pause
+
+    def left(self, status: str) -> str:
+        """The call's wait ended without a slot (`status`: left pending, or ended by another
+        worker): the attempts made before still join its history."""
+        if self.attempt_log:
+            self.save(
+                storage.Outcome(
+                    call_id=self.call.pk,
+                    status=None,
+                    attempts=self.attempts,
+                    attempt_log=self.attempt_log,
+                )
+            )
+        return status
 
     def failed(self, exc: Exception, clock: AttemptClock) -> float | None:
         """Note a failed attempt; returns the backoff before the next one, or None when no

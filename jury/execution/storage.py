@@ -7,18 +7,21 @@ cost; a call no longer pending (another worker finished it first) keeps what it 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Exists, Field, OuterRef
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotation.models import RubricCriterion
+from jury.execution import bulk
 from jury.execution.attempts import AttemptRecord
+from jury.execution.bulk import cursor as _cursor
+from jury.execution.bulk import unnest as _unnest
+from jury.execution.history import AttemptHistory, lock_calls
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun
 from jury.providers import base as providers
 from jury.verdicts import parse_verdict
@@ -55,6 +58,11 @@ def study_criteria(study_id: int) -> tuple[tuple[providers.CriterionSpec, ...], 
     return specs, {c.key: c.pk for c in rows}
 
 
+def judge_max_tokens(judge: Judge) -> int:
+    """The most tokens a judge's reply may have (its params' max_tokens)."""
+    return int(judge.params.get("max_tokens", 1024))
+
+
 def build_request(
     call: JudgeCall, judge: Judge, criteria: tuple[providers.CriterionSpec, ...]
 ) -> providers.JudgeRequest:
@@ -63,7 +71,7 @@ def build_request(
         prompt=call.prompt_text,
         criteria=criteria,
         temperature=float(judge.params.get("temperature", 0.0)),
-        max_tokens=int(judge.params.get("max_tokens", 1024)),
+        max_tokens=judge_max_tokens(judge),
         timeout_seconds=judge.timeout_seconds,
     )
 
@@ -96,6 +104,7 @@ class CachedSource:
     pk: int
     raw_output: str
     scores: tuple[tuple[int, float | None, bool, str], ...]  # criterion, value, valid, why
+    finish_reason: str = ""
 
 
 _UPDATED_FIELDS = (
@@ -109,6 +118,7 @@ _UPDATED_FIELDS = (
     "output_tokens",
     "cost",
     "cached_from",
+    "finish_reason",
 )
 
 
@@ -125,26 +135,26 @@ def _apply(
         call.status = JudgeCall.Status.OK
         call.raw_output = outcome.source.raw_output
         call.cached_from_id = outcome.source.pk
+        call.finish_reason = outcome.source.finish_reason
         call.cost = Decimal(0)
         call.latency_ms = 0
         call.error = ""
         return list(outcome.source.scores)
     status = outcome.status
-    call.attempts = outcome.attempts
     call.latency_ms = outcome.latency_ms
     call.error = outcome.error[:5000]
     scores: list[_ScoreRow] = []
     reply = outcome.reply
     if reply is not None:
         call.raw_output = reply.text
+        call.finish_reason = (reply.finish_reason or "")[:32]
         call.input_tokens = reply.input_tokens
         call.output_tokens = reply.output_tokens
         call.cost = call_cost(call.judge, reply.input_tokens, reply.output_tokens)
         if status == JudgeCall.Status.OK:
             verdict = parse_verdict(reply.text, criteria)
             if not verdict.ok:
-                status = JudgeCall.Status.INVALID
-                call.error = verdict.reason
+                status, call.error = unparsed_verdict(call.judge, reply, verdict.reason)
             for cv in verdict.criteria:
                 if cv.key in criteria_ids:
                     scores.append(
@@ -159,65 +169,23 @@ def _apply(
     return scores
 
 
-# The statements below are written out rather than built by the ORM: they run for every
-# answer of a large run, and building them (queryset, compiler, model instances) cost
-# several times the database's own work. Names come from the models' metadata.
-
-
-def _lock_pending(call_ids: Sequence[int]) -> set[int]:
-    """Of these calls, the ones still pending, locked until the transaction ends."""
-    meta = JudgeCall._meta
-    qn = connection.ops.quote_name
-    pk, status = qn(meta.pk.column), qn(meta.get_field("status").column)
-    if connection.vendor == "postgresql":
-        # One statement text for any number of ids, bound on the server: planned once.
-        where, params = f"{pk} = ANY(%s)", [list(call_ids)]
-    else:
-        where, params = f"{pk} IN ({', '.join(['%s'] * len(call_ids))})", list(call_ids)
-    sql = f"SELECT {pk} FROM {qn(meta.db_table)} WHERE {where} AND {status} = %s"
-    if connection.features.has_select_for_update:
-        sql += " FOR UPDATE"
-    with _cursor() as cursor:
-        cursor.execute(sql, [*params, JudgeCall.Status.PENDING.value])
-        return {row[0] for row in cursor.fetchall()}
-
-
-@contextmanager
-def _cursor() -> Iterator[Any]:
-    """Django's cursor; on PostgreSQL one that binds parameters on the server (psycopg's own
-    cursor; Django uses psycopg's ClientCursor, which writes every value into the statement
-    text in Python and makes each statement a new one for PostgreSQL to parse and plan),
-    inside Django's wrapper (execute wrappers, error translation, query logging)."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            yield cursor
-        return
-    import psycopg
-
-    connection.ensure_connection()
-    raw = psycopg.Cursor(connection.connection)
-    wrapped = (
-        connection.make_debug_cursor(raw)
-        if connection.queries_logged
-        else connection.make_cursor(raw)
+def unparsed_verdict(judge: Judge, reply: providers.JudgeReply, reason: str) -> tuple[str, str]:
+    """The status and error of an answer whose verdict does not parse: `truncated`, with
+    what to do, when the provider cut it at max_tokens (the parser's complaint about a cut
+    JSON would only mislead); else an invalid verdict and the parser's reason."""
+    if not reply.cut_at_max_tokens:
+        return JudgeCall.Status.INVALID, reason
+    return JudgeCall.Status.TRUNCATED, (
+        f"truncated: the reply stopped at judge {judge.name!r}'s max_tokens "
+        f"({judge_max_tokens(judge)}; finish_reason {reply.finish_reason!r}) before the "
+        "verdict was complete. Raise max_tokens in the judge's params (or ask for shorter "
+        "explanations), then resume the run: a truncated call is sent again once the "
+        "judge's request has changed."
     )
-    with wrapped as cursor:
-        yield cursor
 
 
-def _unnest(fields: Sequence[Field], rows: Sequence[Sequence[Any]]) -> tuple[str, list[list]]:
-    """`unnest(%s::type[], ...)` over the rows' columns (in `fields` order), and its
-    parameters: one array per column. PostgreSQL only."""
-    sql = "unnest(" + ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields) + ")"
-    return sql, [list(column) for column in zip(*rows, strict=True)]
-
-
-# The two writes below run for every batch of answers. On PostgreSQL each is one statement
-# whatever the batch size, its rows sent as arrays with server-side binding: one text that
-# PostgreSQL plans once per connection, and no per-row round of Python adaptation or
-# statement execution (both cost less CPU, here and in PostgreSQL, than Django's client-side
-# binding or a pipelined executemany: bench/bench_jury.py). SQLite, in-process, takes them
-# as an executemany.
+# The writes below run for every batch of answers: written out, one statement per batch on
+# PostgreSQL (jury.execution.bulk says why).
 
 
 def _update_calls(calls: Sequence[JudgeCall]) -> None:
@@ -276,19 +244,7 @@ _SCORE_COLUMNS = (
 
 def _insert_scores(rows: Sequence[tuple]) -> None:
     """Insert score rows (in _SCORE_COLUMNS order)."""
-    if not rows:
-        return
-    meta = JudgeScore._meta
-    qn = connection.ops.quote_name
-    fields = [meta.get_field(name) for name in _SCORE_COLUMNS]
-    insert = f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)})"
-    if connection.vendor == "postgresql":
-        source, arrays = _unnest(fields, rows)
-        with _cursor() as cursor:
-            cursor.execute(f"{insert} SELECT * FROM {source}", arrays)
-        return
-    with _cursor() as cursor:
-        cursor.executemany(f"{insert} VALUES ({', '.join(['%s'] * len(fields))})", rows)
+    bulk.insert_rows(JudgeScore, _SCORE_COLUMNS, rows)
 
 
 def save_outcomes(
@@ -297,20 +253,28 @@ def save_outcomes(
     calls: dict[int, JudgeCall],
     criteria: dict[int, tuple[tuple, dict[str, int]]],
 ) -> dict[int, str]:
-    """Store finished outcomes in one transaction; a call no longer pending (another worker
-    finished it first) keeps what it has. Returns each stored call's final status."""
-    ended = [o for o in outcomes if o.status is not None or o.source is not None]
-    if not ended:
+    """Store outcomes in one transaction: an ended one sets its call's fields and scores, but
+    a call no longer pending (another worker finished it first) keeps what it has; every
+    outcome's attempts join its call's history, whether it ended the call or not (history.py).
+    Returns the final status of each call ended here."""
+    kept = [o for o in outcomes if o.status is not None or o.source is not None or o.attempt_log]
+    if not kept:
         return {}
     created_at = JudgeScore._meta.get_field("created_at").get_db_prep_save(
         timezone.now(), connection
     )
     rows: list[JudgeCall] = []
     scores: list[tuple] = []
+    history = AttemptHistory()
     with transaction.atomic():
-        still_pending = _lock_pending([o.call_id for o in ended])
-        for outcome in ended:
-            if outcome.call_id not in still_pending:
+        locked = lock_calls([o.call_id for o in kept])
+        for outcome in kept:
+            if outcome.call_id not in locked:  # deleted meanwhile
+                continue
+            status, before = locked[outcome.call_id]
+            ends = outcome.status is not None or outcome.source is not None
+            if not ends or status != JudgeCall.Status.PENDING:
+                history.add_to_unchanged(outcome.call_id, outcome.attempt_log, before=before)
                 continue
             call = calls[outcome.call_id]
             specs, ids = criteria[call.run.study_id]
@@ -327,10 +291,12 @@ def save_outcomes(
                         created_at,
                     )
                 )
+            call.attempts = history.add(call, outcome.attempt_log, before=before)
             rows.append(call)
         if rows:
             _update_calls(rows)
             _insert_scores(scores)
+        history.write()
     return {call.pk: call.status for call in rows}
 
 
@@ -347,7 +313,7 @@ def cache_sources(calls: Sequence[JudgeCall]) -> dict[tuple[int, str], CachedSou
             status=JudgeCall.Status.OK,
         )
         .order_by("pk")
-        .values("pk", "judge_id", "prompt_hash", "raw_output", "cached_from_id")
+        .values("pk", "judge_id", "prompt_hash", "raw_output", "cached_from_id", "finish_reason")
     )
     for row in rows:
         found.setdefault((row["judge_id"], row["prompt_hash"]), row)
@@ -363,6 +329,7 @@ def cache_sources(calls: Sequence[JudgeCall]) -> dict[tuple[int, str], CachedSou
             pk=row["cached_from_id"] or row["pk"],  # always point at the billed original
             raw_output=row["raw_output"],
             scores=tuple(scores.get(row["pk"], ())),
+            finish_reason=row["finish_reason"],
         )
         for key, row in found.items()
     }

@@ -90,6 +90,11 @@ class JudgeRequest:
             raise ValueError("timeout_seconds must be positive")
 
 
+# The finish reasons of a reply cut at the request's max_tokens: "length" on OpenAI-compatible
+# servers (llama.cpp's too), "max_tokens" on Anthropic's Messages API.
+CUT_AT_MAX_TOKENS = frozenset({"length", "max_tokens"})
+
+
 @dataclass(frozen=True)
 class JudgeReply:
     """What the judge said, before any verdict parsing.
@@ -105,6 +110,11 @@ class JudgeReply:
     structured: bool
     refused: bool = False
     finish_reason: str | None = None
+
+    @property
+    def cut_at_max_tokens(self) -> bool:
+        """The provider stopped because the reply reached the request's max_tokens."""
+        return self.finish_reason in CUT_AT_MAX_TOKENS
 
 
 class ProviderError(Exception):

@@ -227,6 +227,32 @@ def test_prompt_longer_than_the_context_is_a_bad_request(fresh_model_cache):
     assert not info.value.retryable
 
 
+@pytest.mark.local_model
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_a_verdict_cut_by_a_tiny_max_tokens_ends_truncated(fresh_model_cache):
+    """A real cut: the local judge stops at max_tokens inside its JSON verdict."""
+    from jury import services
+    from jury.execution import execute_call
+    from jury.models import Judge
+    from tests.factories import make_study_with_members
+
+    study = make_study_with_members(n_items=1, n_clinicians=2, k=2).study
+    judge = Judge.objects.create(
+        name="tiny-local",
+        provider="local",
+        model_id="smollm2-135m-instruct",
+        params={**MODEL_PARAMS, "temperature": 0, "max_tokens": 8},
+    )
+    run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
+    call = run.calls.get()
+    assert execute_call(call_id=call.pk) == "truncated"
+    call.refresh_from_db()
+    assert call.finish_reason == "length" and call.output_tokens == 8
+    assert "max_tokens" in call.error and "8" in call.error and "tiny-local" in call.error
+    assert call.attempt_log.get().outcome == "truncated"
+
+
 # --- model file discovery (fast, no model needed) -------------------------------------------
 
 

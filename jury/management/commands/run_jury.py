@@ -59,6 +59,12 @@ class Command(BaseCommand):
             run = self._run(o["resume"])
             n = services.resume_run(run=run, actor=None, dispatch=dispatch)
             self.stdout.write(f"Run {run.pk}: {n} calls to score again.")
+            truncated = selectors.truncated_calls(run=run)
+            if truncated:
+                self.stdout.write(
+                    f"{truncated} truncated calls not sent again: the same request would be "
+                    "cut again. Raise their judge's max_tokens, then resume."
+                )
         else:
             run = self._start(o, dispatch)
             self.stdout.write(f"Run {run.pk} started: {run.calls.count()} calls.")
@@ -145,5 +151,17 @@ class Command(BaseCommand):
         for h in selectors.judge_health(run=run):
             statuses = ", ".join(f"{k} {v}" for k, v in sorted(h.by_status.items()))
             self.stdout.write(f"  {h.judge}: {statuses}; failure rate {h.failure_rate:.0%}")
+        self._show_errors(run)
         self.stdout.write(f"Run {run.pk}: {run.status}.")
         sys.stdout.flush()
+
+    def _show_errors(self, run: JuryRun) -> None:
+        """The run's top error reasons over every attempt (resumed calls' earlier ones too)."""
+        errors = selectors.run_errors(run=run)
+        if not errors.failed:
+            return
+        self.stdout.write(
+            f"Top error reasons ({errors.failed} of {errors.attempts} attempts failed):"
+        )
+        for e in errors.top:
+            self.stdout.write(f"  {e.count:>6}  {e.kind}: {e.reason or '(no message)'}")

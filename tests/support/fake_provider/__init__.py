@@ -16,7 +16,9 @@ key: tests check it is redacted), "malformed" (200 with invalid JSON), "truncate
 (Content-Length larger than the bytes sent, then close), "timeout" (sleep
 `timeout_sleep_seconds` before answering), "echo" (the reply is the user prompt verbatim),
 "refuse", "content_filter" (OpenAI's finish_reason), "bad_verdict" (the first criterion
-scored scale_max + 2, i.e. 7 on 1-5).
+scored scale_max + 2, i.e. 7 on 1-5), "max_tokens" (the output cut at max_tokens: finish_reason
+"length" / stop_reason "max_tokens", the verdict cut short), "max_tokens_whole" (the same
+finish reason, the verdict whole).
 
 Counters: `total_requests`, `per_prompt_hash` (sha256 of the user prompt), `per_model`,
 `in_flight` / `max_in_flight`, and `log`: (monotonic time, model, outcome) per request.

@@ -27,7 +27,12 @@ OUTCOMES = (
     "refuse",
     "content_filter",
     "bad_verdict",
+    "max_tokens",
+    "max_tokens_whole",
 )
+# Outcomes of a reply cut at the request's max_tokens: "max_tokens" cuts the verdict in half,
+# "max_tokens_whole" ends exactly at the limit with the verdict whole.
+CUT_AT_MAX_TOKENS = ("max_tokens", "max_tokens_whole")
 DEFAULT_CRITERIA = (("accuracy", 1, 5), ("completeness", 1, 5), ("clarity", 1, 5))
 TOOL_NAME = "record_verdict"
 
@@ -176,6 +181,10 @@ def openai_reply(fake: FakeProvider, exchange: Exchange, body: dict, headers: di
         content, finish = None, "content_filter"
     else:
         content = json.dumps(verdict(fake, prompt, criteria, bad=outcome == "bad_verdict"))
+    if outcome in CUT_AT_MAX_TOKENS:
+        finish = "length"
+        if outcome == "max_tokens":
+            content = content[: len(content) // 2]
     input_tokens = tokens(system_prompt(body) + prompt)
     output_tokens = tokens(content or refusal or "")
     data = {
@@ -224,6 +233,8 @@ def anthropic_reply(fake: FakeProvider, exchange: Exchange, body: dict, headers:
         stop = "refusal"
     else:
         scores = verdict(fake, prompt, criteria, bad=outcome == "bad_verdict")
+        if outcome == "max_tokens":  # the tool input as far as it got: the first criterion
+            scores = dict(list(scores.items())[:1])
         if tool is not None:
             block = {"type": "tool_use", "id": f"toolu_{msg_id[8:]}", "name": tool["name"]}
             content = [{**block, "input": scores}]
@@ -231,6 +242,8 @@ def anthropic_reply(fake: FakeProvider, exchange: Exchange, body: dict, headers:
         else:
             content = [{"type": "text", "text": json.dumps(scores)}]
             stop = "end_turn"
+        if outcome in CUT_AT_MAX_TOKENS:
+            stop = "max_tokens"
     data = {
         "id": msg_id,
         "type": "message",
