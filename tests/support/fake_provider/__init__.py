@@ -18,6 +18,11 @@ key: tests check it is redacted), "malformed" (200 with invalid JSON), "truncate
 "refuse", "content_filter" (OpenAI's finish_reason), "bad_verdict" (the first criterion
 scored scale_max + 2, i.e. 7 on 1-5).
 
+Dialects (`dialect=`, tests/support/fake_provider/dialects.py): which structured-output
+request fields the server takes, as OpenAI, llama-cpp-python's server, Ollama, TGI, a JSON-mode
+only or a prompt-only server would; `follows_prompt=False` makes a reply no constraint held
+prose instead of the verdict. `served_models=[...]` answers GET /v1/models with those ids.
+
 Counters: `total_requests`, `per_prompt_hash` (sha256 of the user prompt), `per_model`,
 `in_flight` / `max_in_flight`, and `log`: (monotonic time, model, outcome) per request.
 
@@ -33,6 +38,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.fake_provider.dialects import DIALECTS
 from tests.support.fake_provider.replies import (
     DEFAULT_CRITERIA,
     OUTCOMES,
@@ -46,6 +52,7 @@ from tests.support.fake_provider.server import FakeProvider, LogEntry, RecordedR
 
 __all__ = [
     "DEFAULT_CRITERIA",
+    "DIALECTS",
     "OUTCOMES",
     "TOOL_NAME",
     "Exchange",
