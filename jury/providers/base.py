@@ -374,8 +374,10 @@ def status_error(
     message = f"{label}: HTTP {status} {reason}" + (f": {detail}" if detail else "")
     named = f"{message_text} {error_param(text)}"
     if structured.names_the_mode(mode, status=status, message=named):
+        # What to do first: a page that cuts a long reason still shows it.
+        said = f"HTTP {status} {reason}" + (f": {detail}" if detail else "")
         return UnsupportedStructuredOutput(
-            f"{message} -- {structured.unsupported_hint(mode)}", status_code=status
+            f"{label}: {structured.unsupported_hint(mode)} ({said})", status_code=status
         )
     if status == 429:
         return RateLimited(

@@ -139,7 +139,7 @@ def names_the_mode(mode: str, *, status: int, message: str) -> bool:
 def unsupported_hint(mode: str) -> str:
     """What the coordinator does about a server that refuses the judge's mode."""
     return (
-        f"the server does not take this judge's structured-output mode {mode!r}: run "
-        "'test connection' on the judge (admin, Judges; or manage.py test_judge <name> "
-        "--save) or change its structured-output mode. Not retried."
+        f"the server does not take this judge's structured-output mode {mode!r}; not "
+        "retried. Run 'test connection' on the judge (admin, Judges; or manage.py "
+        "test_judge <name> --save) or change its structured-output mode"
     )

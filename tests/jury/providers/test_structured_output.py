@@ -165,5 +165,5 @@ def test_anthropic_modes_are_the_forced_tool_or_the_prompt(fake_provider):
     "provider, mode", [("anthropic", "json_schema"), ("openai", "tool"), ("local", "none")]
 )
 def test_a_mode_the_provider_lacks_is_refused(provider, mode):
-    with pytest.raises(ValueError, match="structured-output|grammar"):
+    with pytest.raises(ValueError, match=r"structured-output|grammar"):
         client_for(provider=provider, model_id="m", endpoint="", structured_output=mode)
