@@ -42,6 +42,18 @@ PROBE_CRITERION = CriterionSpec(
     scale_max=5,
     anchors={"1": "Wrong", "5": "Fully correct"},
 )
+# A mode that holds the reply to a schema is probed with a schema whose key the prompt does
+# not name: a verdict under that key shows the server held the reply to the schema, while a
+# server that ignores the mode's field answers the prompt's key (and a model that follows
+# the prompt would otherwise make an ignored mode look as if it worked).
+SCHEMA_CRITERION = CriterionSpec(
+    key="rating",
+    label=PROBE_CRITERION.label,
+    definition=PROBE_CRITERION.definition,
+    scale_min=PROBE_CRITERION.scale_min,
+    scale_max=PROBE_CRITERION.scale_max,
+    anchors=PROBE_CRITERION.anchors,
+)
 PROBE_QUESTION = "What is the normal resting heart rate of an adult, in beats per minute?"
 PROBE_RESPONSE = "Between 60 and 100 beats per minute."
 
@@ -101,8 +113,9 @@ class ConnectionReport:
         return out
 
 
-def probe_request(judge: Judge) -> JudgeRequest:
-    """One short verdict request with the default prompt and the judge's own sampling."""
+def probe_request(judge: Judge, *, mode: str) -> JudgeRequest:
+    """One short verdict request with the default prompt and the judge's own sampling; for
+    a mode held to a schema, the schema's key is not the prompt's (SCHEMA_CRITERION)."""
     prompt = render_prompt(
         body=DEFAULT_BODY,
         question=PROBE_QUESTION,
@@ -113,7 +126,7 @@ def probe_request(judge: Judge) -> JudgeRequest:
     return JudgeRequest(
         system=DEFAULT_SYSTEM,
         prompt=prompt,
-        criteria=(PROBE_CRITERION,),
+        criteria=(SCHEMA_CRITERION if mode in structured.SCHEMA_MODES else PROBE_CRITERION,),
         temperature=float(judge.params.get("temperature", 0.0)),
         max_tokens=int(judge.params.get("max_tokens", 1024)),
         timeout_seconds=judge.timeout_seconds,
@@ -224,8 +237,8 @@ def _check_model_served(judge: Judge, api_key: str | None, report: ConnectionRep
 def _probe_modes(judge: Judge, api_key: str | None, report: ConnectionReport) -> None:
     """One probe per mode; stops early when the server cannot be reached or refuses the key
     (every other mode would meet the same answer)."""
-    request = probe_request(judge)
     for mode in structured.modes_for(judge.provider):
+        request = probe_request(judge, mode=mode)
         client = client_for(
             provider=judge.provider,
             model_id=judge.model_id,
@@ -246,15 +259,11 @@ def _probe_modes(judge: Judge, api_key: str | None, report: ConnectionReport) ->
             continue
         elapsed = int((time.monotonic() - started) * 1000)
         verdict = parse_verdict(reply.text, request.criteria)
+        detail = "" if verdict.ok else verdict.reason
+        if not verdict.ok and parse_verdict(reply.text, [PROBE_CRITERION]).ok:
+            detail = "the server ignored the mode: the reply follows the prompt, not the schema"
         report.results.append(
-            ModeResult(
-                mode,
-                True,
-                verdict.ok,
-                elapsed,
-                "" if verdict.ok else verdict.reason,
-                reply.output_tokens,
-            )
+            ModeResult(mode, True, verdict.ok, elapsed, detail, reply.output_tokens)
         )
         if verdict.ok and report.chosen is None:
             report.chosen = mode
