@@ -14,6 +14,7 @@ refuse sends nothing).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -60,12 +61,14 @@ PROBE_RESPONSE = "Between 60 and 100 beats per minute."
 
 @dataclass(frozen=True)
 class ModeResult:
-    """One probe: `accepted` when the server answered 2xx, `parsed` when that reply is a
-    valid verdict (the mode works); `detail` is the error or the parse problem."""
+    """One probe: `accepted` when the server answered 2xx, `shaped` when the reply has the
+    verdict's shape (the mode works: a score off the scale is the model's doing), `parsed`
+    when it is a valid verdict; `detail` is the error or the parse problem."""
 
     mode: str
     accepted: bool
-    parsed: bool
+    shaped: bool  # the reply has the verdict's shape (its scores may be off the scale)
+    parsed: bool  # the reply is a valid verdict
     latency_ms: int
     detail: str = ""
     output_tokens: int | None = None
@@ -96,12 +99,12 @@ class ConnectionReport:
         """The report as text lines (the command prints them, the admin shows them)."""
         out = [f"Judge {self.judge!r} ({self.provider}):", *self.notes]
         for r in self.results:
-            verdict = "verdict parsed" if r.parsed else "not a verdict"
-            state = (
-                f"works ({verdict})"
-                if r.parsed
-                else (f"answered, {verdict}" if r.accepted else "refused")
-            )
+            if r.parsed:
+                state = "works (verdict parsed)"
+            elif r.shaped:
+                state = "works (verdict shape, but not a valid verdict)"
+            else:
+                state = "answered, not a verdict" if r.accepted else "refused"
             tokens = f", {r.output_tokens} output tokens" if r.output_tokens is not None else ""
             detail = f": {r.detail}" if r.detail else ""
             out.append(f"  mode {r.mode!r}: {state} in {r.latency_ms / 1000:.2f} s{tokens}{detail}")
@@ -252,21 +255,27 @@ def _probe_modes(judge: Judge, api_key: str | None, report: ConnectionReport) ->
             reply = client.complete(request)
         except ProviderError as exc:
             elapsed = int((time.monotonic() - started) * 1000)
-            report.results.append(ModeResult(mode, False, False, elapsed, str(exc)))
+            report.results.append(ModeResult(mode, False, False, False, elapsed, str(exc)))
             if isinstance(exc, ConnectionFailed) or exc.status_code in (401, 403, 404):
                 report.problem = f"the probe failed in a way no mode changes: {exc}"
                 return
             continue
         elapsed = int((time.monotonic() - started) * 1000)
         verdict = parse_verdict(reply.text, request.criteria)
+        shaped = parse_verdict(reply.text, [any_score(c) for c in request.criteria]).ok
         detail = "" if verdict.ok else verdict.reason
-        if not verdict.ok and parse_verdict(reply.text, [PROBE_CRITERION]).ok:
+        if not shaped and parse_verdict(reply.text, [any_score(PROBE_CRITERION)]).ok:
             detail = "the server ignored the mode: the reply follows the prompt, not the schema"
         report.results.append(
-            ModeResult(mode, True, verdict.ok, elapsed, detail, reply.output_tokens)
+            ModeResult(mode, True, shaped, verdict.ok, elapsed, detail, reply.output_tokens)
         )
-        if verdict.ok and report.chosen is None:
+        if shaped and report.chosen is None:
             report.chosen = mode
+
+
+def any_score(criterion: CriterionSpec) -> CriterionSpec:
+    """The criterion with any integer score valid: a verdict of its shape parses."""
+    return dataclasses.replace(criterion, scale_min=-(10**9), scale_max=10**9)
 
 
 @transaction.atomic

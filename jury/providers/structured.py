@@ -12,6 +12,7 @@ connection test tries them in, and whether a server's error names the mode. Pure
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -112,7 +113,7 @@ def openai_format_fields(mode: str, schema: Mapping[str, Any], name: str) -> dic
             }
         }
     if mode == JSON_OBJECT_SCHEMA:
-        return {"response_format": {"type": "json_object", "schema": dict(schema)}}
+        return {"response_format": {"type": "json_object", "schema": scores_as_enums(schema)}}
     if mode == OLLAMA_FORMAT:
         return {"format": dict(schema)}
     if mode == TGI_GRAMMAR:
@@ -122,6 +123,19 @@ def openai_format_fields(mode: str, schema: Mapping[str, Any], name: str) -> dic
     if mode == PROMPT_ONLY:
         return {}
     raise ValueError(f"no OpenAI-compatible request for the structured-output mode {mode!r}")
+
+
+def scores_as_enums(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict schema with each integer score's minimum..maximum written as the enum of
+    those integers: the same verdicts, in the form llama.cpp's grammar converter enforces (it
+    ignores minimum and maximum, and a small model then scores 0 on a 1-5 scale)."""
+    out = copy.deepcopy(dict(schema))
+    for criterion in (out.get("properties") or {}).values():
+        score = ((criterion or {}).get("properties") or {}).get("score")
+        if isinstance(score, dict) and {"minimum", "maximum"} <= set(score):
+            low, high = score.pop("minimum"), score.pop("maximum")
+            score["enum"] = list(range(int(low), int(high) + 1))
+    return out
 
 
 def names_the_mode(mode: str, *, status: int, message: str) -> bool:

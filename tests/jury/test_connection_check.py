@@ -221,3 +221,15 @@ def test_a_failed_test_is_an_error_message(admin_client):
     messages = list(response.context["messages"])
     assert [m.level_tag for m in messages] == ["error"]
     assert "does not serve the model" in str(messages[0])
+
+
+def test_a_score_off_the_scale_still_shows_the_mode_works():
+    """The server held the reply to the verdict's shape; a score off the scale is the
+    model's doing, and the report says the probe did not parse as a valid verdict."""
+    with server("openai") as fake:
+        fake.enqueue("bad_verdict")
+        report = check_judge_connection(judge=make_judge(fake), save=False)
+    first = report.results[0]
+    assert (first.mode, first.shaped, first.parsed) == ("json_schema", True, False)
+    assert report.chosen == "json_schema"
+    assert "works (verdict shape, but not a valid verdict)" in "\n".join(report.lines())

@@ -4,6 +4,7 @@ that refuses the mode ends the call at once with a reason that says what to do."
 
 from __future__ import annotations
 
+import copy
 import json
 import urllib.error
 import urllib.request
@@ -19,6 +20,12 @@ from tests.jury.providers.factories import CRITERIA, failure, make_client, make_
 from tests.support.fake_provider import FakeProvider
 
 SCHEMA = verdict_json_schema(CRITERIA)
+# llama.cpp's grammar ignores minimum/maximum: its mode sends each 1-5 score as an enum.
+ENUM_SCHEMA = copy.deepcopy(SCHEMA)
+for _criterion in ENUM_SCHEMA["properties"].values():
+    _score = _criterion["properties"]["score"]
+    del _score["minimum"], _score["maximum"]
+    _score["enum"] = [1, 2, 3, 4, 5]
 
 # mode, the dialect of the server it is for, the structured-output fields it sends
 WORKING = [
@@ -35,7 +42,7 @@ WORKING = [
     (
         "json_object_schema",
         "llama_cpp",
-        {"response_format": {"type": "json_object", "schema": SCHEMA}},
+        {"response_format": {"type": "json_object", "schema": ENUM_SCHEMA}},
     ),
     ("ollama_format", "ollama", {"format": SCHEMA}),
     ("tgi_grammar", "tgi", {"response_format": {"type": "json", "value": SCHEMA}}),
