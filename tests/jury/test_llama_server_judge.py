@@ -7,14 +7,18 @@ model id the server does not serve."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from jury import execution, services
 from jury.connection_check import check_judge_connection
+from jury.judge_definitions import judge_from_definition
 from jury.models import Judge, JudgeCall
 from jury.providers import local_models
 from tests.factories import make_study_with_members
@@ -122,3 +126,19 @@ def test_test_connection_refuses_a_model_id_the_server_does_not_serve(llama, db)
     llama_judge(llama, model_id="gpt-4o")  # the server would answer it with SmolLM2
     with pytest.raises(CommandError, match=f"it serves: {MODEL_ALIAS}"):
         call_command("test_judge", "smollm2-server", "--save")
+
+
+def test_the_documented_llama_cpp_example_works_against_the_server(llama, study):
+    """fixtures/judges/llama-cpp-smollm2.json as docs/judges.md gives it (only the port is
+    the test server's): test connection keeps its mode, and a run scores."""
+    path = Path(settings.BASE_DIR) / "fixtures" / "judges" / "llama-cpp-smollm2.json"
+    data = json.loads(path.read_text())
+    assert data["endpoint"] == "http://127.0.0.1:8080/v1"
+    judge = judge_from_definition({**data, "endpoint": llama.base_url}, source=path.name)
+    judge.save()
+    report = check_judge_connection(judge=judge, save=False)
+    assert report.failure is None, report.lines()
+    assert report.chosen == data["structured_output"]
+    run = run_on(study, judge)
+    status = execution.execute_call(call_id=run.calls.get().pk)
+    assert status == JudgeCall.Status.OK, run.calls.get().error or run.calls.get().raw_output
