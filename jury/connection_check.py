@@ -29,6 +29,7 @@ from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, render_prompt
 from jury.providers import CriterionSpec, JudgeRequest, ProviderError, client_for, structured
 from jury.providers.base import BadRequest, ConnectionFailed
 from jury.providers.local_models import LocalModelMissing, smollm2_gguf_path
+from jury.providers.openai_compat import OpenAICompatClient
 from jury.verdicts import parse_verdict
 
 AUDIT_ACTION = "jury.judge_structured_output"
@@ -217,8 +218,9 @@ def _check_model_served(judge: Judge, api_key: str | None, report: ConnectionRep
         api_key=api_key,
         params=judge.params,
     )
+    assert isinstance(client, OpenAICompatClient)
     try:
-        served = client.served_models(timeout_seconds=LIST_TIMEOUT_SECONDS)  # type: ignore[attr-defined]
+        served = client.served_models(timeout_seconds=LIST_TIMEOUT_SECONDS)
     except BadRequest as exc:  # e.g. 404: a server without the route
         report.notes.append(f"Models: the server lists none ({exc}); model id not checked.")
         return
@@ -280,7 +282,8 @@ def any_score(criterion: CriterionSpec) -> CriterionSpec:
 
 @transaction.atomic
 def _save_mode(judge: Judge, mode: str, *, actor: AbstractBaseUser | None) -> bool:
-    """Store `mode` on the judge with an audit row; False when it is already in effect."""
+    """Store `mode` on the judge with an audit row (none when the judge already uses it);
+    True: the judge now uses the mode."""
     judge = Judge.objects.select_for_update().get(pk=judge.pk)
     before = judge.structured_output
     if structured.effective_mode(judge.provider, before) == mode:
