@@ -77,6 +77,7 @@ class JudgeAdminForm(forms.ModelForm):
             "endpoint",
             "api_key_env",
             "params",
+            "structured_output",
             "weight",
             "price_input_per_mtok",
             "price_output_per_mtok",

@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.models import Item, RatingStudy, RubricCriterion
+from jury.providers import structured
 from jury.providers.policy import endpoint_problem, key_variable_problem
 
 
@@ -35,6 +36,15 @@ class Judge(models.Model):
         default=dict,
         blank=True,
         help_text='Sampling parameters, e.g. {"temperature": 0, "max_tokens": 1024}.',
+    )
+    structured_output = models.CharField(
+        "structured-output mode",
+        max_length=32,
+        blank=True,
+        default=structured.NATIVE,
+        choices=structured.choices(),
+        help_text="How the judge asks its server for a verdict-shaped reply; servers differ. "
+        "'Test connection' tries each mode and picks the first that works.",
     )
     weight = models.FloatField(default=1.0)
     price_input_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
@@ -74,9 +84,24 @@ class Judge(models.Model):
         }
         return {name: problem for name, problem in problems.items() if problem}
 
+    def definition_problems(self) -> dict[str, str]:
+        """What is wrong with this judge's definition beyond single fields, by field: the
+        operator's rules (policy_problems), a structured-output mode its provider lacks, the
+        old params switch that the mode replaced."""
+        problems = self.policy_problems()
+        mode_problem = structured.mode_problem(self.provider, self.structured_output)
+        if mode_problem:
+            problems["structured_output"] = mode_problem
+        if isinstance(self.params, dict) and "structured_output" in self.params:
+            problems["params"] = (
+                "params.structured_output is no longer read: set the structured-output mode "
+                "field instead ('none' for prompt only)."
+            )
+        return problems
+
     def clean(self) -> None:
         super().clean()
-        problems = self.policy_problems()
+        problems = self.definition_problems()
         if problems:
             raise ValidationError(problems)
 

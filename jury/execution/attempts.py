@@ -19,6 +19,7 @@ _FAILURE_KINDS: tuple[tuple[type[Exception], str], ...] = (
     (providers.ServerError, "server_error"),
     (providers.ConnectionFailed, "connection_failed"),
     (providers.NotAllowed, "not_allowed"),
+    (providers.UnsupportedStructuredOutput, "unsupported_format"),
     (providers.BadRequest, "bad_request"),
     (providers.MalformedResponse, "malformed_response"),
     (providers.ProviderError, "provider_error"),

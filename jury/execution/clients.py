@@ -18,10 +18,11 @@ from jury.providers.http import HttpReply, HttpRequest, SdkHttpClient
 
 
 def judge_refusal(judge: Judge) -> str | None:
-    """Why the operator's rules refuse to call this judge (its key variable or endpoint, see
-    Judge.policy_problems), or None. Checked when a call is made, not only when the judge is
-    saved: a judge stored before the rules, or written through the ORM, sends nothing."""
-    problems = judge.policy_problems()
+    """Why this judge cannot be called (the operator's rules refuse its key variable or
+    endpoint, or its structured-output mode is not its provider's: Judge.definition_problems),
+    or None. Checked when a call is made, not only when the judge is saved: a judge stored
+    before the rules, or written through the ORM, sends nothing."""
+    problems = judge.definition_problems()
     if not problems:
         return None
     return f"judge {judge.name!r} is not allowed to be called: " + " ".join(problems.values())
@@ -47,6 +48,7 @@ def client_key(judge: Judge) -> tuple:
         judge.endpoint,
         api_key,
         repr(sorted(judge.params.items())),
+        judge.structured_output,
     )
 
 
@@ -81,6 +83,7 @@ class AsyncProvider:
             endpoint=judge.endpoint,
             api_key=api_key,
             params=judge.params,
+            structured_output=judge.structured_output,
         )
         self.session: aiohttp.ClientSession | None = None
 

@@ -43,6 +43,7 @@ def sync_client(judge: Judge) -> providers.JudgeClient:
                 endpoint=judge.endpoint,
                 api_key=key[4],
                 params=judge.params,
+                structured_output=judge.structured_output,
             )
             _clients[key] = client
     return client

@@ -23,6 +23,7 @@ from jury.providers.base import (
     ProviderTimeout,
     RateLimited,
     ServerError,
+    UnsupportedStructuredOutput,
     parse_retry_after,
     verdict_json_schema,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "ProviderTimeout",
     "RateLimited",
     "ServerError",
+    "UnsupportedStructuredOutput",
     "client_for",
     "parse_retry_after",
     "verdict_json_schema",

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from jury.providers import structured
 from jury.providers.base import (
     VERDICT_TOOL_NAME,
     JudgeReply,
@@ -34,14 +35,18 @@ class AnthropicMessagesClient(SdkHttpClient):
         endpoint: str = "",
         api_key: str | None = None,
         params: Mapping[str, Any] | None = None,
+        structured_output: str = structured.NATIVE,
     ) -> None:
         import anthropic  # imported here so that the other providers work without the SDK
 
-        super().__init__(label=f"anthropic {model_id!r}", api_key=api_key)
+        mode = structured.effective_mode(self.provider, structured_output)
+        problem = structured.mode_problem(self.provider, mode)
+        if problem is not None:
+            raise ValueError(problem)
+        super().__init__(label=f"anthropic {model_id!r}", api_key=api_key, mode=mode)
         params = dict(params or {})
         self.model_id = model_id
         self.endpoint = endpoint
-        self.structured_output = bool(params.get("structured_output", True))
         # An explicit api_key (even "") stops the SDK from reading ANTHROPIC_API_KEY and
         # credential profiles: the caller decides which key a judge uses.
         self._client = anthropic.Anthropic(
@@ -68,7 +73,7 @@ class AnthropicMessagesClient(SdkHttpClient):
         }
         if request.system:  # the API rejects an empty system text
             body["system"] = request.system
-        if self.structured_output and request.criteria:
+        if self.mode == structured.TOOL and request.criteria:
             body["tools"] = [
                 {
                     "name": VERDICT_TOOL_NAME,
@@ -87,7 +92,9 @@ class AnthropicMessagesClient(SdkHttpClient):
             )
             text = raw.http_response.text
         except self._sdk.AnthropicError as exc:
-            mapped = map_sdk_exception(exc, sdk=self._sdk, label=self.label, secret=self._api_key)
+            mapped = map_sdk_exception(
+                exc, sdk=self._sdk, label=self.label, secret=self._api_key, mode=self.mode
+            )
             if mapped is None:
                 raise
             raise mapped from None  # the SDK message embeds the response body

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from jury.providers import structured
+
 PROVIDERS = ("openai", "anthropic", "local")
 
 # The one tool an Anthropic judge is forced to call; its input is the verdict.
@@ -184,6 +186,13 @@ class NotAllowed(BadRequest):
     nothing was sent, and nothing will be until the judge or the settings change."""
 
 
+class UnsupportedStructuredOutput(BadRequest):
+    """The server refused the request because of its structured-output mode (its error names
+    response_format, json_schema, a grammar, format...): every call of the judge would meet
+    the same answer, so none is retried, whatever the status (llama-cpp-python's server
+    answers 500). The message tells the coordinator to run the judge's connection test."""
+
+
 class MalformedResponse(ProviderError):
     """The provider answered 2xx but the body is not the protocol's shape.
 
@@ -303,8 +312,19 @@ def provider_message(text: str) -> str:
     return message if isinstance(message, str) else ""
 
 
+def error_param(text: str) -> str:
+    """The request field an OpenAI-style error body blames (`error.param`), or ""."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    param = error.get("param") if isinstance(error, dict) else None
+    return param if isinstance(param, str) else ""
+
+
 def map_sdk_exception(
-    exc: BaseException, *, sdk: Any, label: str, secret: str | None
+    exc: BaseException, *, sdk: Any, label: str, secret: str | None, mode: str = ""
 ) -> ProviderError | None:
     """The ProviderError for an exception raised by the openai or anthropic SDK (or None).
 
@@ -332,6 +352,7 @@ def map_sdk_exception(
             label=label,
             secret=secret,
             reason=type(exc).__name__,
+            mode=mode,
         )
     if isinstance(exc, sdk.APIError):  # e.g. APIResponseValidationError on a 2xx
         return MalformedResponse(f"{label}: {type(exc).__name__}")
@@ -346,17 +367,28 @@ def status_error(
     label: str,
     secret: str | None,
     reason: str,
+    mode: str = "",
 ) -> ProviderError:
     """The ProviderError for a provider's non-2xx answer: 429 (rate limited) and 5xx are
     retryable and carry the wait the provider asked for; 408 is a timeout; any other status
     is a BadRequest that the same request would meet again. The message holds the status,
     `reason` and the provider's own error message, redacted (it may quote the key) and cut
-    short; nothing else of the body, which may be anything the remote server chose to send."""
-    detail = redact(provider_message(text), secret)
+    short; nothing else of the body, which may be anything the remote server chose to send.
+    An error that names the request's structured-output `mode` (jury.providers.structured)
+    is UnsupportedStructuredOutput, never retried."""
+    message_text = provider_message(text)
+    detail = redact(message_text, secret)
     if not detail and text.strip():
         detail = f"no error message in the body ({len(text)} characters, not kept)"
     reason = redact(reason, secret, limit=60)
     message = f"{label}: HTTP {status} {reason}" + (f": {detail}" if detail else "")
+    named = f"{message_text} {error_param(text)}"
+    if structured.names_the_mode(mode, status=status, message=named):
+        # What to do first: a page that cuts a long reason still shows it.
+        said = f"HTTP {status} {reason}" + (f": {detail}" if detail else "")
+        return UnsupportedStructuredOutput(
+            f"{label}: {structured.unsupported_hint(mode)} ({said})", status_code=status
+        )
     if status == 429:
         return RateLimited(
             message, status_code=status, retry_after_seconds=parse_retry_after(headers)

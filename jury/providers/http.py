@@ -65,14 +65,18 @@ class SdkHttpClient(ABC):
     """What the OpenAI-compatible and Anthropic clients share: a label for messages, the key
     (kept out of every message), and the plain-HTTP form of their requests and replies.
 
+    `mode` is the judge's structured-output mode (resolved: never ""); an error answer that
+    names it is UnsupportedStructuredOutput on both paths.
+
     A subclass sets `api_path` and implements `request_body`, `parse_body` and
     `async_sdk_client`.
     """
 
     api_path = ""  # joined to the SDK's base URL
 
-    def __init__(self, *, label: str, api_key: str | None) -> None:
+    def __init__(self, *, label: str, api_key: str | None, mode: str) -> None:
         self.label = label
+        self.mode = mode  # the structured-output mode, resolved (jury.providers.structured)
         self._api_key = api_key or None
         self._target: tuple[str, dict[str, str]] | None = None
         self._target_known = False
@@ -114,6 +118,7 @@ class SdkHttpClient(ABC):
                 label=self.label,
                 secret=self._api_key,
                 reason=reply.reason,
+                mode=self.mode,
             )
         return self.parse_body(reply.text, body=request.body)
 

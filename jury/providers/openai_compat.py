@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jury.providers import structured
 from jury.providers.base import (
     VERDICT_SCHEMA_NAME,
     JudgeReply,
@@ -38,14 +39,18 @@ class OpenAICompatClient(SdkHttpClient):
         endpoint: str = "",
         api_key: str | None = None,
         params: Mapping[str, Any] | None = None,
+        structured_output: str = structured.NATIVE,
     ) -> None:
         import openai  # imported here so that the other providers work without the SDK
 
-        super().__init__(label=f"openai-compatible {model_id!r}", api_key=api_key)
+        mode = structured.effective_mode(self.provider, structured_output)
+        problem = structured.mode_problem(self.provider, mode)
+        if problem is not None:
+            raise ValueError(problem)
+        super().__init__(label=f"openai-compatible {model_id!r}", api_key=api_key, mode=mode)
         params = dict(params or {})
         self.model_id = model_id
         self.endpoint = endpoint
-        self.structured_output = bool(params.get("structured_output", True))
         self.max_tokens_param = str(params.get("max_tokens_param", "max_tokens"))
         self.azure = bool(params.get("api_version"))
         timeout = float(params.get("timeout_seconds", 120.0))
@@ -79,7 +84,8 @@ class OpenAICompatClient(SdkHttpClient):
         )
 
     def request_body(self, request: JudgeRequest) -> dict[str, Any]:
-        """The keyword arguments of chat.completions.create for this request."""
+        """The JSON body of the chat completion for this request; its structured-output
+        fields are the judge's mode's (jury.providers.structured)."""
         messages: list[dict[str, str]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
@@ -90,31 +96,56 @@ class OpenAICompatClient(SdkHttpClient):
             "temperature": request.temperature,
             self.max_tokens_param: request.max_tokens,
         }
-        if self.structured_output and request.criteria:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": VERDICT_SCHEMA_NAME,
-                    "strict": True,
-                    "schema": verdict_json_schema(request.criteria),
-                },
-            }
+        if request.criteria:
+            schema = verdict_json_schema(request.criteria)
+            body.update(structured.openai_format_fields(self.mode, schema, VERDICT_SCHEMA_NAME))
         return body
 
     def complete(self, request: JudgeRequest) -> JudgeReply:
         body = self.request_body(request)
+        # Everything but model and messages goes as extra_body: the SDK sends it as given,
+        # so the body on the wire is `body` on this path as on the engine's (some modes'
+        # fields, such as Ollama's "format", are no parameter of the SDK's create).
+        rest = {k: v for k, v in body.items() if k not in ("model", "messages")}
         try:
             raw = self._client.chat.completions.with_raw_response.create(
-                **body, timeout=request.timeout_seconds, **self._no_auth
+                model=body["model"],
+                messages=body["messages"],
+                extra_body=rest,
+                timeout=request.timeout_seconds,
+                **self._no_auth,
+            )
+            text = raw.http_response.text
+        except self._sdk.OpenAIError as exc:
+            mapped = map_sdk_exception(
+                exc, sdk=self._sdk, label=self.label, secret=self._api_key, mode=self.mode
+            )
+            if mapped is None:
+                raise
+            # "from None": the SDK exception's message embeds the response body.
+            raise mapped from None
+        return self.parse_body(text, body=body)
+
+    def served_models(self, *, timeout_seconds: float) -> list[str]:
+        """The model ids the server lists at GET {endpoint}/models: the judge's own host and
+        key, nothing sent anywhere else. ProviderError when it lists none (e.g. a 404)."""
+        try:
+            raw = self._client.models.with_raw_response.list(
+                timeout=timeout_seconds, **self._no_auth
             )
             text = raw.http_response.text
         except self._sdk.OpenAIError as exc:
             mapped = map_sdk_exception(exc, sdk=self._sdk, label=self.label, secret=self._api_key)
             if mapped is None:
                 raise
-            # "from None": the SDK exception's message embeds the response body.
             raise mapped from None
-        return self.parse_body(text, body=body)
+        try:
+            listing = json.loads(text).get("data")
+        except (ValueError, AttributeError):
+            raise self.malformed("the model list is not JSON", text) from None
+        if not isinstance(listing, list):
+            raise self.malformed("the model list has no data", text)
+        return [m["id"] for m in listing if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
     def async_sdk_client(self) -> Any | None:
         """The SDK's AsyncOpenAI for this judge; None for Azure OpenAI (the SDK path only)."""
@@ -126,9 +157,11 @@ class OpenAICompatClient(SdkHttpClient):
         )
 
     def parse_body(self, text: str, *, body: Mapping[str, Any]) -> JudgeReply:
-        """The reply in a 2xx chat-completion body; structured when `body` asked for the
-        verdict schema."""
-        structured = body.get("response_format") is not None
+        """The reply in a 2xx chat-completion body; structured when the judge's mode held
+        the server to the verdict schema."""
+        held_to_schema = self.mode in structured.SCHEMA_MODES and (
+            "response_format" in body or "format" in body
+        )
         try:
             data = json.loads(text)
         except ValueError:
@@ -153,7 +186,7 @@ class OpenAICompatClient(SdkHttpClient):
             text=content,
             input_tokens=_count(usage.get("prompt_tokens")),
             output_tokens=_count(usage.get("completion_tokens")),
-            structured=structured and not refused,
+            structured=held_to_schema and not refused,
             refused=refused,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         )

@@ -25,7 +25,12 @@ def make_request(prompt: str = "Rate this answer.", **kwargs) -> JudgeRequest:
 
 
 def make_client(
-    fake: FakeProvider, protocol: str, *, api_key: str | None = API_KEY, **params
+    fake: FakeProvider,
+    protocol: str,
+    *,
+    api_key: str | None = API_KEY,
+    structured_output: str = "",
+    **params,
 ) -> JudgeClient:
     endpoint = fake.openai_url if protocol == "openai" else fake.anthropic_url
     return client_for(
@@ -34,6 +39,7 @@ def make_client(
         endpoint=endpoint,
         api_key=api_key,
         params=params,
+        structured_output=structured_output,
     )
 
 

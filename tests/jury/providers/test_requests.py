@@ -65,8 +65,8 @@ def test_anthropic_request_body_forces_the_verdict_tool(fake_provider):
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_plain_mode_sends_no_schema_and_returns_the_text(fake_provider, protocol):
-    client = make_client(fake_provider, protocol, structured_output=False)
+def test_prompt_only_mode_sends_no_schema_and_returns_the_text(fake_provider, protocol):
+    client = make_client(fake_provider, protocol, structured_output="none")
     reply = client.complete(make_request())
 
     body = fake_provider.last_request.body

@@ -20,6 +20,11 @@ scored scale_max + 2, i.e. 7 on 1-5), "max_tokens" (the output cut at max_tokens
 "length" / stop_reason "max_tokens", the verdict cut short), "max_tokens_whole" (the same
 finish reason, the verdict whole).
 
+Dialects (`dialect=`, tests/support/fake_provider/dialects.py): which structured-output
+request fields the server takes, as OpenAI, llama-cpp-python's server, Ollama, TGI, a JSON-mode
+only or a prompt-only server would; `follows_prompt=False` makes a reply no constraint held
+prose instead of the verdict. `served_models=[...]` answers GET /v1/models with those ids.
+
 Counters: `total_requests`, `per_prompt_hash` (sha256 of the user prompt), `per_model`,
 `in_flight` / `max_in_flight`, and `log`: (monotonic time, model, outcome) per request.
 
@@ -35,6 +40,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.fake_provider.dialects import DIALECTS
 from tests.support.fake_provider.replies import (
     DEFAULT_CRITERIA,
     OUTCOMES,
@@ -48,6 +54,7 @@ from tests.support.fake_provider.server import FakeProvider, LogEntry, RecordedR
 
 __all__ = [
     "DEFAULT_CRITERIA",
+    "DIALECTS",
     "OUTCOMES",
     "TOOL_NAME",
     "Exchange",

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tests.support.fake_provider.dialects import read_constraint
+
 if TYPE_CHECKING:
     from tests.support.fake_provider.server import FakeProvider
 
@@ -35,6 +37,8 @@ OUTCOMES = (
 CUT_AT_MAX_TOKENS = ("max_tokens", "max_tokens_whole")
 DEFAULT_CRITERIA = (("accuracy", 1, 5), ("completeness", 1, 5), ("clarity", 1, 5))
 TOOL_NAME = "record_verdict"
+# What a model that no constraint holds, and that does not follow the prompt, answers.
+PROSE = "Sure! The response looks accurate and complete. I would rate it highly."
 
 Criteria = list[tuple[str, int, int]]
 VerdictFn = Callable[[str, Criteria], dict[str, Any]]
@@ -167,13 +171,16 @@ def openai_reply(fake: FakeProvider, exchange: Exchange, body: dict, headers: di
     if outcome == "malformed":
         payload = b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind'
         return Reply(200, payload)
-    fmt = body.get("response_format") or {}
-    schema = (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
-    criteria = criteria_from_schema(schema) or fake.default_criteria
+    constraint = read_constraint(fake.dialect, body)
+    if constraint.error is not None:
+        return json_reply(*constraint.error)
+    criteria = criteria_from_schema(constraint.schema) or fake.default_criteria
     content: str | None
     refusal = None
     finish = "stop"
-    if outcome == "echo":
+    if outcome == "ok" and not constraint.held and not fake.follows_prompt:
+        content = PROSE
+    elif outcome == "echo":
         content = prompt
     elif outcome == "refuse":
         content, refusal = None, "I'm sorry, I can't help with that."

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from tests.support.fake_provider.dialects import DIALECTS
 from tests.support.fake_provider.replies import (
     DEFAULT_CRITERIA,
     OUTCOMES,
@@ -64,7 +65,15 @@ class FakeProvider:
         timeout_sleep_seconds: float = 30.0,
         default_criteria: Criteria | tuple = DEFAULT_CRITERIA,
         record_limit: int = 10_000,
+        dialect: str = "openai",
+        follows_prompt: bool = True,
+        served_models: Sequence[str] | None = None,
     ) -> None:
+        if dialect not in DIALECTS:
+            raise ValueError(f"unknown dialect {dialect!r}; known: {DIALECTS}")
+        self.dialect = dialect
+        self.follows_prompt = follows_prompt
+        self.served_models = None if served_models is None else list(served_models)
         for outcome in failure_outcomes:
             self._check(outcome)
         self.latency_seconds = latency_seconds
@@ -280,6 +289,10 @@ class FakeProvider:
         extra = self.extra_route(method, path, raw)
         if extra is not None:
             conn.send(Reply(extra[0], extra[1]), keep_alive)
+            return
+        if method == "GET" and path.endswith("/models") and self.served_models is not None:
+            listing = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.served_models]
+            conn.send(json_reply(200, {"object": "list", "data": listing}), keep_alive)
             return
         if method != "POST":
             conn.send(json_reply(405, {"error": {"message": f"no {method} here"}}), keep_alive)
