@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
 from annotation.models import Assignment, Item, Rating, RatingStudy, StudyMembership
 from delphi.models import TaxonomyNode, TaxonomyVersion
-from jury.models import JudgeCall, JudgeScore, MetricScore
+from jury.models import Judge, JudgeCall, JudgeScore, MetricScore
 
 ValueChoice = Literal["latest", "first"]
 
@@ -344,3 +344,15 @@ def member_pseudonyms(*, study: RatingStudy) -> dict[int, str]:
     for user_id, pseudonym in members.values_list("user_id", "pseudonym"):
         out.setdefault(user_id, pseudonym)
     return out
+
+
+def judges_with_notes(*, study: RatingStudy) -> list[Judge]:
+    """The judges called on, or scoring, the study's items whose description says what
+    readers of their scores should know (e.g. the demo's pipeline check), by name."""
+    called = JudgeCall.objects.filter(run__study=study).values("judge")
+    scored = JudgeScore.objects.filter(item__study=study).values("judge")
+    return list(
+        Judge.objects.filter(Q(pk__in=called) | Q(pk__in=scored))
+        .exclude(description="")
+        .order_by("name")
+    )

@@ -100,7 +100,13 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(
         request,
         "agreement/reports.html",
-        {"study": study, "form": form, "rows": rows, "is_coordinator": Role.COORDINATOR in roles},
+        {
+            "study": study,
+            "form": form,
+            "rows": rows,
+            "is_coordinator": Role.COORDINATOR in roles,
+            "judge_notes": selectors.judges_with_notes(study=study),
+        },
     )
 
 
@@ -164,6 +170,7 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
             "figures": plots.svg_figures(results),
             "later": selectors.recomputation_ids(snapshot=snapshot),
             "clinician_column": analysis.CLINICIAN_COLUMN,
+            "judge_notes": selectors.judges_with_notes(study=study),
         },
     )
 

@@ -10,11 +10,26 @@ from jury import services
 from jury.metric_services import enqueue_compute_metrics
 from jury.models import Judge, MetricScore
 
-LOCAL_JUDGE_NAME = "smollm2-local"
+# A 135M model scores nearly every item 1 (ICC about 0.1 against the demo's clinicians): the
+# demo runs it so that every step runs for real, offline, and says so wherever it is shown.
+LOCAL_JUDGE_NAME = "smollm2-pipeline-check"
+LOCAL_JUDGE_DESCRIPTION = (
+    "Pipeline check, not a judge: a 135M model that runs offline so that the demo's judge "
+    "calls, scores and agreement reports run for real. Its scores carry no signal (nearly "
+    "every score is 1). For a real judge (a local model behind an OpenAI-compatible server, "
+    "or a hosted provider), see docs/judges.md in the repository."
+)
+# The name the demo's judge had before it was labelled (demo databases made then).
+EARLIER_LOCAL_JUDGE_NAME = "smollm2-local"
 
 
 def ensure_local_judge() -> Judge:
-    """The offline judge on the bundled SmolLM2 model, created once."""
+    """The offline judge on the bundled SmolLM2 model, created once, and labelled a pipeline
+    check (also when an earlier demo created it under its earlier name)."""
+    if not Judge.objects.filter(name=LOCAL_JUDGE_NAME).exists():
+        Judge.objects.filter(name=EARLIER_LOCAL_JUDGE_NAME, provider=Judge.Provider.LOCAL).update(
+            name=LOCAL_JUDGE_NAME
+        )
     judge, _ = Judge.objects.get_or_create(
         name=LOCAL_JUDGE_NAME,
         defaults={
@@ -27,14 +42,17 @@ def ensure_local_judge() -> Judge:
             "timeout_seconds": 300,
         },
     )
+    if judge.description != LOCAL_JUDGE_DESCRIPTION:
+        judge.description = LOCAL_JUDGE_DESCRIPTION
+        judge.save(update_fields=["description"])
     return judge
 
 
 @transaction.atomic
 def load_demo_jury(*, start_run: bool = True) -> Judge:
     """The local judge and, once, a jury run and the automatic metrics over the demo study,
-    computed by the worker in the background (a 135M model is a weak judge: it is there so
-    that the whole pipeline runs for real, offline)."""
+    computed by the workers in the background: the metrics on their own queue, so that they
+    are stored within seconds while the judge works through its calls."""
     judge = ensure_local_judge()
     services.ensure_default_prompt_template()
     study = RatingStudy.objects.filter(name=DEMO_STUDY_NAME).first()

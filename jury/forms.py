@@ -72,6 +72,7 @@ class JudgeAdminForm(forms.ModelForm):
         formfield_callback = _judge_formfield
         fields = [
             "name",
+            "description",
             "provider",
             "model_id",
             "endpoint",

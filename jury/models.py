@@ -24,6 +24,10 @@ class Judge(models.Model):
         IMPORTED = "imported", "Imported verdicts (e.g. a HELM run)"
 
     name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(
+        blank=True,
+        help_text="What readers of this judge's scores should know; shown beside them.",
+    )
     provider = models.CharField(max_length=16, choices=Provider.choices)
     model_id = models.CharField(max_length=200)
     endpoint = models.URLField(blank=True, help_text="Base URL; empty for the provider's default.")

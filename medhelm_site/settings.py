@@ -256,6 +256,28 @@ MEDHELM_AFTER_IMPORT_TASKS = env_list("MEDHELM_AFTER_IMPORT_TASKS", "jury.import
 # Management commands that load the demo, in order (`manage.py rundemo`).
 MEDHELM_DEMO_LOADERS = ["load_demo", "load_demo_jury", "load_demo_delphi"]
 
+# Celery queues. Judge calls take seconds to minutes each and a run sends thousands; the
+# automatic metrics take seconds for a whole study: each has its own queue, so that a worker
+# can serve the metrics while others work through the jury. Imports and everything else use
+# the default queue. A worker started without --queues consumes every queue declared here; a
+# route to an undeclared queue fails when the task is sent (medhelm_site.checks says so at
+# startup), never leaving the task where no worker looks.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = {"celery": {}, "metrics": {}, "jury": {}}
+CELERY_TASK_CREATE_MISSING_QUEUES = False
+CELERY_TASK_ROUTES = {
+    "jury.compute_metrics": {"queue": "metrics"},
+    "jury.execute_judge_call": {"queue": "jury"},
+    "jury.execute_judge_calls": {"queue": "jury"},
+}
+# The demo's Celery workers (`manage.py rundemo`): name -> the queues it consumes and its
+# processes. The jury's worker takes the judge calls; the other serves the metrics and the
+# default queue at once, whatever the jury has queued.
+MEDHELM_DEMO_WORKERS = {
+    "demo": {"queues": ["celery", "metrics"], "concurrency": 1},
+    "demo-jury": {"queues": ["jury"], "concurrency": 2},
+}
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first, so that an anonymous API request gets 401 with WWW-Authenticate.

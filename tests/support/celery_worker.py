@@ -6,7 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from django.conf import settings
@@ -37,7 +37,11 @@ def running_worker(
     log_path: Path,
     concurrency: int = 1,
     extra_env: dict[str, str] | None = None,
+    queues: Sequence[str] = (),
+    hostname: str | None = None,
 ) -> Iterator[subprocess.Popen]:
+    """A `celery worker` process on the test database. Without `queues` it consumes every
+    queue the settings declare, as a production worker started without -Q does."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "medhelm_site.test_settings",
@@ -61,6 +65,8 @@ def running_worker(
                 str(concurrency),
                 "--without-gossip",
                 "--without-mingle",
+                *(["--queues", ",".join(queues)] if queues else []),
+                *(["--hostname", hostname] if hostname else []),
             ],
             cwd=ROOT,
             env=env,

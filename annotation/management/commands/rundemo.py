@@ -1,6 +1,6 @@
-"""Start the whole site on embedded defaults: migrate, load the demo, run web + Celery worker.
+"""Start the whole site on embedded defaults: migrate, load the demo, run web + Celery workers.
 
-Ctrl-C stops both processes cleanly.
+Ctrl-C stops every process cleanly.
 """
 
 from __future__ import annotations
@@ -15,13 +15,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-# `python -m celery` followed by these: the site's worker, two processes, named for the demo.
-WORKER_ARGS = ("-A", "medhelm_site", "worker", "--loglevel", "INFO", "--concurrency", "2")
-WORKER_NAME = ("--hostname", "demo@%h")
-
 
 class Command(BaseCommand):
-    help = "Run the demo: web server and Celery worker on the embedded defaults, with demo data."
+    help = "Run the demo: web server and Celery workers on the embedded defaults, with demo data."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -38,7 +34,11 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Database: {settings.DATABASES['default']['NAME']}")
         self.stdout.write(f"Celery broker: {settings.CELERY_BROKER_URL}")
-        self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
+        if not no_worker:
+            for name, worker in settings.MEDHELM_DEMO_WORKERS.items():
+                queues = ", ".join(worker["queues"])
+                self.stdout.write(f"Worker {name}: {worker['concurrency']} process(es) on {queues}")
+        self.stdout.write("Press Ctrl-C to stop the web server and the workers.\n")
         stopped_by_signal = _wait_for_signal_or_exit(children)
         _stop(children)
         failed = [
@@ -51,11 +51,11 @@ class Command(BaseCommand):
 
 
 def _start(*, host: str, port: str, worker: bool) -> list[subprocess.Popen]:
-    """The Celery worker (unless left out) and the development web server."""
+    """The Celery workers (unless left out) and the development web server."""
     children: list[subprocess.Popen] = []
     python = sys.executable
     if worker:
-        children.append(subprocess.Popen([python, "-m", "celery", *WORKER_ARGS, *WORKER_NAME]))
+        children += [subprocess.Popen(command) for command in worker_commands(python)]
     children.append(
         subprocess.Popen(
             [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
@@ -63,6 +63,20 @@ def _start(*, host: str, port: str, worker: bool) -> list[subprocess.Popen]:
         )
     )
     return children
+
+
+def worker_commands(python: str) -> list[list[str]]:
+    """One `celery worker` command per worker of settings.MEDHELM_DEMO_WORKERS, each on its
+    own queues (the judge calls apart from the metrics)."""
+    return [
+        [
+            *(python, "-m", "celery", "-A", "medhelm_site", "worker", "--loglevel", "INFO"),
+            *("--concurrency", str(worker["concurrency"])),
+            *("--queues", ",".join(worker["queues"])),
+            *("--hostname", f"{name}@%h"),
+        ]
+        for name, worker in settings.MEDHELM_DEMO_WORKERS.items()
+    ]
 
 
 def _wait_for_signal_or_exit(children: list[subprocess.Popen]) -> bool:
