@@ -239,6 +239,9 @@ CELERY_TASK_TRACK_STARTED = True
 # another Redis than the broker's.
 JURY_LIMITER = os.environ.get("JURY_LIMITER", "auto")
 JURY_LIMITER_REDIS_URL = os.environ.get("JURY_LIMITER_REDIS_URL", "")
+# A call that waited this long for a slot of its judge's limits gives up its turn (and is
+# logged); the sweep sends it again.
+JURY_MAX_WAIT_FOR_SLOT_SECONDS = float(os.environ.get("JURY_MAX_WAIT_FOR_SLOT_SECONDS", "600"))
 # What a judge defined in the admin may use. Its API key variable: MEDHELM_JUDGE_KEY_<NAME>,
 # or one listed here (comma-separated; the site's own secrets never). Its endpoint: a host
 # listed here ("*.domain" for one label; an IP address only on loopback, http only there).

@@ -19,7 +19,7 @@ from typing import Any
 from jury import limits
 from jury.execution.attempts import AttemptClock, AttemptRecord
 from jury.execution.clients import AsyncProvider, client_key
-from jury.execution.retries import MAX_WAIT_FOR_SLOT_SECONDS, backoff_seconds
+from jury.execution.retries import backoff_seconds, max_wait_for_slot_seconds
 from jury.execution.storage import Outcome
 from jury.models import Judge, JudgeCall
 from jury.providers import base as providers
@@ -289,13 +289,21 @@ class Engine:
                 )
             waiter = loop.create_future()
             state.waiting.add(waiter)
+            wait_started = time.monotonic()
             timer = loop.call_later(
-                MAX_WAIT_FOR_SLOT_SECONDS,
+                max_wait_for_slot_seconds(),
                 lambda w=waiter: w.done() or w.set_exception(LeftPending()),
             )
             try:
                 token = await gate.acquire(waiter, retry=attempts > 0)
             except LeftPending:
+                if not state.cancelled:
+                    log.warning(
+                        "call %s waited %.0f s for a slot of judge %s; left pending for the sweep",
+                        job.call_id,
+                        time.monotonic() - wait_started,
+                        job.judge,
+                    )
                 return Outcome(
                     call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
                 )
