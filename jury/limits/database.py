@@ -57,6 +57,13 @@ class DatabaseLimiter:
         """Nothing to drop: a call that waited holds no lease."""
 
 
+def held_call_ids() -> set[int]:
+    """The calls whose lease has not expired (a worker is sending them)."""
+    return set(
+        JudgeLease.objects.filter(expires_at__gt=timezone.now()).values_list("call_id", flat=True)
+    )
+
+
 def forget_stale(*, call_ids: Iterable[int]) -> None:
     """Drop the calls' leases (a resume: leases of workers that died must not block them)."""
     JudgeLease.objects.filter(call_id__in=list(call_ids)).delete()

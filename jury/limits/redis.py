@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from django.conf import settings
 
@@ -43,7 +44,16 @@ HEARTBEAT_SECONDS = 2.0
 # anything: a claim counts only while its owner lives; this only bounds the hash's size).
 CLAIM_SWEEP_SECONDS = 60.0
 
-SCRIPT_NAMES = ("try_acquire", "release", "setup", "charge", "claim", "unclaim", "heartbeat")
+SCRIPT_NAMES = (
+    "try_acquire",
+    "release",
+    "setup",
+    "charge",
+    "claim",
+    "unclaim",
+    "heartbeat",
+    "held",
+)
 
 
 @cache
@@ -200,6 +210,22 @@ class RedisLimiter:
         """Create or resize a judge's tokens; returns how many are free."""
         self.remember(judge_id)
         return int(self.scripts["setup"](args=[self.prefix, judge_id, size, self.owner]))
+
+
+@cache
+def _reader(url: str) -> Any:
+    """A plain client and the `held` script for readers that are not workers (the sweep, the
+    run page): no owner, no heartbeat thread."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    return client.register_script(lua("held"))
+
+
+def held_call_ids() -> set[int]:
+    """The calls a live worker has claimed (running, or waiting for a slot)."""
+    held = _reader(redis_url())(args=[key_prefix()])
+    return {int(x) for x in held}
 
 
 _limiter: RedisLimiter | None = None

@@ -37,7 +37,10 @@ def running_worker(
     log_path: Path,
     concurrency: int = 1,
     extra_env: dict[str, str] | None = None,
+    beat_schedule: Path | None = None,
 ) -> Iterator[subprocess.Popen]:
+    """A worker process, stopped afterwards; with `beat_schedule` (a file path) it also runs
+    Celery beat (`-B`), as the demo worker does, its schedule kept in that file."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "medhelm_site.test_settings",
@@ -61,6 +64,7 @@ def running_worker(
                 str(concurrency),
                 "--without-gossip",
                 "--without-mingle",
+                *(["--beat", "--schedule-filename", str(beat_schedule)] if beat_schedule else []),
             ],
             cwd=ROOT,
             env=env,

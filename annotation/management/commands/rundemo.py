@@ -16,7 +16,17 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 # `python -m celery` followed by these: the site's worker, two processes, named for the demo.
-WORKER_ARGS = ("-A", "medhelm_site", "worker", "--loglevel", "INFO", "--concurrency", "2")
+# --beat: the worker also runs Celery beat (the jury's sweep); fine with one worker.
+WORKER_ARGS = (
+    "-A",
+    "medhelm_site",
+    "worker",
+    "--beat",
+    "--loglevel",
+    "INFO",
+    "--concurrency",
+    "2",
+)
 WORKER_NAME = ("--hostname", "demo@%h")
 
 
