@@ -36,13 +36,22 @@ ACTIVE = (JuryRun.Status.QUEUED, JuryRun.Status.RUNNING)
 
 @dataclass(frozen=True)
 class SweepSettings:
+    interval_seconds: float
     grace_seconds: float
     max_sweeps: int
 
+    @property
+    def ends_a_stall_within_seconds(self) -> float:
+        """How long a run can wait for a worker while the sweep runs: each re-dispatch
+        after a grace period and an interval, then the last one ends the calls."""
+        return (self.max_sweeps + 1) * (self.grace_seconds + self.interval_seconds)
+
 
 def sweep_settings() -> SweepSettings:
-    """settings.JURY_SWEEP_GRACE_SECONDS and JURY_SWEEP_MAX_REDISPATCHES."""
+    """settings.JURY_SWEEP_INTERVAL_SECONDS, JURY_SWEEP_GRACE_SECONDS and
+    JURY_SWEEP_MAX_REDISPATCHES."""
     return SweepSettings(
+        interval_seconds=float(getattr(settings, "JURY_SWEEP_INTERVAL_SECONDS", 60)),
         grace_seconds=float(getattr(settings, "JURY_SWEEP_GRACE_SECONDS", 300)),
         max_sweeps=int(getattr(settings, "JURY_SWEEP_MAX_REDISPATCHES", 3)),
     )
