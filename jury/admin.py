@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from jury import models
-from jury.forms import JudgeAdminForm
+from jury.forms import EndpointLimitForm, JudgeAdminForm
 
 
 @admin.register(models.Judge)
@@ -18,6 +18,13 @@ class JudgeAdmin(admin.ModelAdmin):
         if db_field.name == "endpoint":  # as JudgeAdminForm reads it: no scheme means https
             kwargs.setdefault("assume_scheme", "https")
         return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
+@admin.register(models.EndpointLimit)
+class EndpointLimitAdmin(admin.ModelAdmin):
+    form = EndpointLimitForm
+    list_display = ["origin", "max_concurrency"]
+    search_fields = ["origin"]
 
 
 @admin.register(models.PromptTemplate)

@@ -1,6 +1,6 @@
-"""Every call ends, every run ends, with real Celery workers on Redis: calls that gave up
-their wait for a slot (a judge of concurrency 2 on a slow server) are sent again by the
-sweep that Celery beat runs, and the run finishes."""
+"""Real Celery workers on Redis. Every call ends, every run ends: calls that gave up their
+wait for a slot (a judge of concurrency 2 on a slow server) are sent again by the sweep that
+Celery beat runs, and the run finishes. A server's limit holds across worker processes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from jury import services
-from jury.models import JuryRun
+from jury.limits.endpoints import origin_of
+from jury.models import EndpointLimit, JuryRun
 from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids, make_judge
 from tests.support.celery_worker import running_worker, wait_for
@@ -80,3 +81,33 @@ def test_calls_that_gave_up_their_wait_are_swept_and_the_run_finishes(
     assert run.calls.filter(sweeps__gt=0).exists()
     assert fake_provider.max_in_flight <= 2
     assert sorted(fake_provider.per_prompt_hash.values()) == [1] * 8  # each asked once
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_judges_on_one_server_share_its_limit_across_worker_processes(
+    tmp_path: Path, broker, chunk_limits, fake_provider
+):
+    study = make_study_with_members(n_items=6, n_clinicians=2, k=2).study
+    EndpointLimit.objects.create(origin=origin_of(fake_provider.openai_url), max_concurrency=2)
+    judges = [
+        make_judge(fake_provider, name=name, max_concurrency=2, timeout_seconds=30)
+        for name in ("judge-a", "judge-b")
+    ]
+    fake_provider.latency_seconds = 0.5
+    run = services.start_run(study=study, judges=judges, actor=None, dispatch=False)
+    with running_worker(
+        broker_url=broker,
+        result_backend=broker,
+        log_path=tmp_path / "worker.log",
+        concurrency=2,  # two processes, a chunk (a judge) each
+        extra_env=worker_env(chunk_limits, JURY_MAX_WAIT_FOR_SLOT_SECONDS="60"),
+    ):
+        for judge in judges:
+            send_chunk(list(run.calls.filter(judge=judge).values_list("pk", flat=True)))
+        wait_for(
+            lambda: JuryRun.objects.get(pk=run.pk).status == JuryRun.Status.FINISHED,
+            60,
+            "the run to finish",
+        )
+    assert run.calls.filter(status="ok").count() == 12
+    assert fake_provider.max_in_flight == 2
