@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -87,7 +88,7 @@ def sweep_calls(*, now: datetime | None = None) -> SweepReport:
         active_calls.filter(status=JudgeCall.Status.PENDING)
         .annotate(sent_at=Coalesce("dispatched_at", "created_at"))
         .filter(sent_at__lt=cutoff)
-        .values_list("pk", "run_id", "sweeps", "sent_at")
+        .values_list("pk", "run_id", "sweeps")
     )
     if not orphans:
         return SweepReport(finished_runs=finished)
@@ -95,15 +96,13 @@ def sweep_calls(*, now: datetime | None = None) -> SweepReport:
     again = [row[0] for row in orphans if row[2] < config.max_sweeps]
     failed = _end_exhausted(exhausted, max_sweeps=config.max_sweeps, now=now)
     if again:
-        JudgeCall.objects.filter(pk__in=again).update(sweeps=F("sweeps") + 1)
-        by_run: dict[int, int] = defaultdict(int)
-        for _, run_id, sweeps, _ in orphans:
-            if sweeps < config.max_sweeps:
-                by_run[run_id] += 1
+        for batch in _batches(again):
+            JudgeCall.objects.filter(pk__in=batch).update(sweeps=F("sweeps") + 1)
+        by_run = _count_by_run(row for row in orphans if row[2] < config.max_sweeps)
         log.warning(
-            "jury sweep: %s pending calls no worker held were sent again (runs: %s)",
+            "jury sweep: %s pending calls no worker held were sent again (calls by run: %s)",
             len(again),
-            ", ".join(f"{run_id}: {n}" for run_id, n in sorted(by_run.items())),
+            by_run,
         )
         dispatch_calls(again)
     finished += sum(storage.finish_run_if_done(run_id) for run_id in {r[1] for r in exhausted})
@@ -114,14 +113,27 @@ def _end_exhausted(rows: list[tuple], *, max_sweeps: int, now: datetime) -> int:
     """End as provider_error the calls no worker took after `max_sweeps` sends; how many."""
     if not rows:
         return 0
-    ended = 0
-    for pk, run_id, _, sent_at in rows:
-        reason = (
-            f"no worker could take this call after {max_sweeps} re-dispatches "
-            f"(last sent {timezone.localtime(sent_at):%Y-%m-%d %H:%M}); resume the run to try again"
-        )
-        ended += JudgeCall.objects.filter(pk=pk, status=JudgeCall.Status.PENDING).update(
+    reason = (
+        f"no worker could take this call after {max_sweeps} re-dispatches by the sweep; "
+        "resume the run to try again"
+    )
+    ended = sum(
+        JudgeCall.objects.filter(pk__in=batch, status=JudgeCall.Status.PENDING).update(
             status=JudgeCall.Status.PROVIDER_ERROR, error=reason, finished_at=now
         )
-        log.warning("jury sweep: call %s of run %s ended: %s", pk, run_id, reason)
+        for batch in _batches([row[0] for row in rows])
+    )
+    log.warning("jury sweep: calls ended (calls by run: %s): %s", _count_by_run(rows), reason)
     return ended
+
+
+def _batches(ids: list[int], size: int = 2000) -> Iterator[list[int]]:
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def _count_by_run(rows: Iterable[tuple]) -> dict[int, int]:
+    counts: dict[int, int] = defaultdict(int)
+    for row in rows:
+        counts[row[1]] += 1
+    return dict(sorted(counts.items()))
