@@ -113,11 +113,17 @@ def test_the_chunk_engine_holds_the_servers_limit(redis_limits, fake_provider):
         list(run.calls.filter(judge=judge).values_list("pk", flat=True))
         for judge in run.judges.all()
     ]
-    chunks = [threading.Thread(target=execute_calls, kwargs={"call_ids": ids}) for ids in by_judge]
+
+    def chunk(ids: list[int]) -> None:
+        try:
+            execute_calls(call_ids=ids)
+        finally:
+            connections.close_all()
+
+    chunks = [threading.Thread(target=chunk, args=(ids,)) for ids in by_judge]
     for t in chunks:
         t.start()
     for t in chunks:
         t.join(timeout=120)
-    connections.close_all()
     assert run.calls.filter(status="ok").count() == 16
     assert fake_provider.max_in_flight == 2
