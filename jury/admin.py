@@ -9,7 +9,7 @@ from django.utils.safestring import mark_safe
 
 from jury import models
 from jury.connection_check import ConnectionReport, check_judge_connection
-from jury.forms import JudgeAdminForm
+from jury.forms import EndpointLimitForm, JudgeAdminForm
 
 
 def show_report(request: HttpRequest, report: ConnectionReport) -> None:
@@ -52,6 +52,13 @@ class JudgeAdmin(admin.ModelAdmin):
         if db_field.name == "endpoint":  # as JudgeAdminForm reads it: no scheme means https
             kwargs.setdefault("assume_scheme", "https")
         return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
+@admin.register(models.EndpointLimit)
+class EndpointLimitAdmin(admin.ModelAdmin):
+    form = EndpointLimitForm
+    list_display = ["origin", "max_concurrency"]
+    search_fields = ["origin"]
 
 
 @admin.register(models.PromptTemplate)

@@ -7,7 +7,8 @@ from typing import Any
 from django import forms
 
 from annotation.models import RatingStudy
-from jury.models import Judge, PromptTemplate
+from jury.limits.endpoints import origin_of
+from jury.models import EndpointLimit, Judge, PromptTemplate
 from medhelm_site.common.text_limits import column_max_length, json_text_problem
 
 
@@ -102,3 +103,18 @@ class JudgeAdminForm(forms.ModelForm):
         if problem is not None:
             raise forms.ValidationError(problem)
         return params
+
+
+class EndpointLimitForm(forms.ModelForm):
+    """A server's limit: any URL on the server may be pasted (a judge's endpoint); it is
+    stored as the origin every judge on that server is matched by."""
+
+    class Meta:
+        model = EndpointLimit
+        fields = ["origin", "max_concurrency"]
+
+    def clean_origin(self) -> str:
+        origin = origin_of(self.cleaned_data["origin"])
+        if not origin:
+            raise forms.ValidationError("Give the server's URL, e.g. http://127.0.0.1:8080/v1.")
+        return origin

@@ -214,6 +214,10 @@ class JudgeCall(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When the call was last sent to the workers, and how often the sweep sent it again
+    # because no worker held it (jury.execution.sweep).
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    sweeps = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -284,9 +288,35 @@ class JudgeLease(models.Model):
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="leases")
     call = models.OneToOneField("JudgeCall", on_delete=models.CASCADE, related_name="lease")
     expires_at = models.DateTimeField(db_index=True)
+    # The judge's server (EndpointLimit.origin) when it has a limit of its own, else "".
+    origin = models.CharField(max_length=300, blank=True, db_index=True)
 
     def __str__(self) -> str:
         return f"lease of call {self.call_id} until {self.expires_at:%H:%M:%S}"
+
+
+class EndpointLimit(models.Model):
+    """Requests in flight allowed on one server, shared by every judge whose endpoint is on
+    it (on top of each judge's own max_concurrency): two judges on a server sized for two
+    requests must not send four."""
+
+    origin = models.CharField(
+        max_length=300,
+        unique=True,
+        help_text="The server as scheme://host:port (a judge endpoint URL is cut to this).",
+    )
+    max_concurrency = models.PositiveIntegerField(default=2)
+
+    class Meta:
+        ordering = ["origin"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_concurrency__gte=1), name="endpoint_concurrency_positive"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.origin} ({self.max_concurrency} at once)"
 
 
 class JudgeScore(models.Model):

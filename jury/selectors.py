@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Count, Q, QuerySet, Sum
-from django.db.models.functions import Substr
+from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce, Substr
 from django.utils import timezone
 
 from annotation.models import RatingStudy
+from jury import limits
 from jury.models import JudgeAttempt, JudgeCall, JuryRun, PromptTemplate
 
 FAILED = JudgeCall.FAILED_STATUSES
@@ -252,3 +254,50 @@ def truncated_calls(*, run: JuryRun) -> int:
     """The run's calls cut at max_tokens: a resume leaves them until their judge's request
     changes (jury.services.RETRIED_ON_RESUME), so pages and commands say how many stay."""
     return run.calls.filter(status=JudgeCall.Status.TRUNCATED).count()
+
+
+# A worker between two chunks holds no call for a moment: a run is called waiting only
+# after its calls sat unheld, with nothing sent or ended, for this long.
+WAITING_AFTER_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class RunWaiting:
+    """An active run whose pending calls no live worker holds: how many, since when (the
+    run's last activity: a call sent or ended), how often the sweep sent them again."""
+
+    calls: int
+    since: datetime
+    redispatches: int
+
+    @property
+    def text(self) -> str:
+        since = timezone.localtime(self.since)
+        return (
+            f"{self.calls} call{'s' if self.calls != 1 else ''} waiting for a worker since "
+            f"{since:%H:%M}; re-dispatched {self.redispatches} "
+            f"time{'s' if self.redispatches != 1 else ''}"
+        )
+
+
+def run_waiting(*, run: JuryRun, now: datetime | None = None) -> RunWaiting | None:
+    """The run's wait for a worker (shown instead of an ETA), or None while a worker holds
+    one of its calls, or it is not queued or running."""
+    if run.status not in (JuryRun.Status.QUEUED, JuryRun.Status.RUNNING):
+        return None
+    pending = Q(status=JudgeCall.Status.PENDING)
+    held = limits.held_call_ids()
+    if held and run.calls.filter(pending, pk__in=held).exists():
+        return None
+    agg = run.calls.aggregate(
+        calls=Count("id", filter=pending),
+        last_ended=Max("finished_at", filter=~pending),
+        last_sent=Max(Coalesce("dispatched_at", "created_at")),
+        redispatches=Max("sweeps", filter=pending),
+    )
+    if not agg["calls"]:
+        return None
+    since = max(t for t in (agg["last_ended"], agg["last_sent"], run.started_at) if t)
+    if ((now or timezone.now()) - since).total_seconds() < WAITING_AFTER_SECONDS:
+        return None
+    return RunWaiting(calls=agg["calls"], since=since, redispatches=agg["redispatches"] or 0)

@@ -9,6 +9,7 @@ from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max, Q, QuerySet
+from django.utils import timezone
 
 from annotation import audit
 from annotation.models import Item, RatingStudy
@@ -110,9 +111,13 @@ CALLS_PER_TASK = 48
 
 
 def dispatch_calls(call_ids: Sequence[int]) -> None:
-    """Send calls to the workers: in chunks when the limits live in Redis, else one by one."""
+    """Send calls to the workers: in chunks when the limits live in Redis, else one by one.
+    Each call notes when it was sent (the sweep sends again what no worker took since)."""
+    ids = list(call_ids)
+    now = timezone.now()
+    for start in range(0, len(ids), 2000):
+        JudgeCall.objects.filter(pk__in=ids[start : start + 2000]).update(dispatched_at=now)
     if limits.backend() == "redis":
-        ids = list(call_ids)
         for start in range(0, len(ids), CALLS_PER_TASK):
             current_app.send_task(
                 task_names.EXECUTE_CALLS, args=[ids[start : start + CALLS_PER_TASK]]
@@ -120,7 +125,7 @@ def dispatch_calls(call_ids: Sequence[int]) -> None:
         return
     # The database limiter polls a locked row per attempt: one task per call, as many in
     # flight as the workers have processes or threads.
-    for call_id in call_ids:
+    for call_id in ids:
         current_app.send_task(task_names.EXECUTE_CALL, args=[call_id])
 
 
@@ -248,7 +253,9 @@ def resume_run(*, run: JuryRun, actor: AbstractBaseUser | None, dispatch: bool =
     # The cut verdict's scores (none valid) give way to the new answer's; its attempt row
     # keeps why it was cut.
     JudgeScore.objects.filter(call__in=resend).delete()
-    pending = list(run.calls.filter(status=JudgeCall.Status.PENDING).values_list("pk", flat=True))
+    pending_calls = run.calls.filter(status=JudgeCall.Status.PENDING)
+    pending_calls.update(sweeps=0)  # a resume gives the sweep its full count again
+    pending = list(pending_calls.values_list("pk", flat=True))
     # A pending call's stale lease (its worker died) must not block it.
     limits.forget_stale(call_ids=pending)
     run.cancel_requested = False

@@ -13,6 +13,7 @@ from annotation.imports.after_import import items_imported, record_step_failure
 from annotation.models import ImportJob, RatingStudy
 from jury import task_names
 from jury.execution import execute_call, execute_calls
+from jury.execution.sweep import sweep_calls
 from jury.helm_verdicts import HelmVerdictReport, import_helm_verdicts
 from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
@@ -34,6 +35,19 @@ def execute_judge_calls(call_ids: list[int]) -> dict[str, int]:
     Safe to deliver twice, like execute_judge_call; a killed worker's chunk loses only the
     requests in flight, whose calls stay pending for a resume."""
     return execute_calls(call_ids=call_ids)
+
+
+@shared_task(name=task_names.SWEEP_CALLS, ignore_result=True)
+def sweep_judge_calls() -> dict[str, object]:
+    """Celery beat runs this every JURY_SWEEP_INTERVAL_SECONDS: orphaned pending calls are
+    sent again or ended, finished runs marked finished (jury.execution.sweep)."""
+    report = sweep_calls()
+    return {
+        "finished_runs": report.finished_runs,
+        "redispatched": report.redispatched,
+        "failed": report.failed,
+        "busy": report.busy,
+    }
 
 
 @shared_task(name=task_names.IMPORT_HELM_VERDICTS, bind=True, acks_late=True, max_retries=3)

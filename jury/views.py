@@ -74,6 +74,7 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
             "progress": selectors.run_progress(run=run),
             "health": selectors.judge_health(run=run),
             "errors": selectors.run_errors(run=run),
+            "waiting": selectors.run_waiting(run=run),
             "is_coordinator": Role.COORDINATOR in roles,
         },
     )

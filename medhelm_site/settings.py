@@ -232,6 +232,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_TRACK_STARTED = True
+CELERY_BEAT_SCHEDULE_FILENAME = os.environ.get(
+    "CELERY_BEAT_SCHEDULE_FILENAME", str(DATA_DIR / "celerybeat-schedule")
+)
 
 # Jury rate limits (per-judge concurrency and requests per minute, across every worker):
 # "auto" keeps them in Redis when the Celery broker is Redis, else in the database (SQLite
@@ -239,6 +242,25 @@ CELERY_TASK_TRACK_STARTED = True
 # another Redis than the broker's.
 JURY_LIMITER = os.environ.get("JURY_LIMITER", "auto")
 JURY_LIMITER_REDIS_URL = os.environ.get("JURY_LIMITER_REDIS_URL", "")
+# The prefix of the limiter's Redis keys (two sites on one Redis need two prefixes).
+JURY_LIMITER_PREFIX = os.environ.get("JURY_LIMITER_PREFIX", "medhelm:jury:limits:")
+# A call that waited this long for a slot of its judge's limits gives up its turn (and is
+# logged); the sweep sends it again.
+JURY_MAX_WAIT_FOR_SLOT_SECONDS = float(os.environ.get("JURY_MAX_WAIT_FOR_SLOT_SECONDS", "600"))
+# The sweep (Celery beat, jury.execution.sweep): every interval, while no worker holds a call
+# and none ended for the grace period, pending calls last sent before the grace period are
+# sent again; after the given number of re-dispatches they end as provider errors.
+JURY_SWEEP_INTERVAL_SECONDS = float(os.environ.get("JURY_SWEEP_INTERVAL_SECONDS", "60"))
+JURY_SWEEP_GRACE_SECONDS = float(os.environ.get("JURY_SWEEP_GRACE_SECONDS", "300"))
+JURY_SWEEP_MAX_REDISPATCHES = int(os.environ.get("JURY_SWEEP_MAX_REDISPATCHES", "3"))
+CELERY_BEAT_SCHEDULE = {
+    "jury-sweep": {
+        "task": "jury.sweep_calls",
+        "schedule": JURY_SWEEP_INTERVAL_SECONDS,
+        # A sweep that waited in the queue past the next one is dropped, not piled up.
+        "options": {"expires": JURY_SWEEP_INTERVAL_SECONDS},
+    },
+}
 # What a judge defined in the admin may use. Its API key variable: MEDHELM_JUDGE_KEY_<NAME>,
 # or one listed here (comma-separated; the site's own secrets never). Its endpoint: a host
 # listed here ("*.domain" for one label; an IP address only on loopback, http only there).
@@ -274,7 +296,8 @@ CELERY_TASK_ROUTES = {
 # processes. The jury's worker takes the judge calls; the other serves the metrics and the
 # default queue at once, whatever the jury has queued.
 MEDHELM_DEMO_WORKERS = {
-    "demo": {"queues": ["celery", "metrics"], "concurrency": 1},
+    # The sweep task goes to the default queue ("celery"): beat runs in the worker that takes it.
+    "demo": {"queues": ["celery", "metrics"], "concurrency": 1, "beat": True},
     "demo-jury": {"queues": ["jury"], "concurrency": 2},
 }
 

@@ -15,6 +15,7 @@ from jury.execution.clients import judge_refusal
 from jury.execution.engine import ChunkState, Engine, Job, get_engine
 from jury.execution.retries import DEFAULT_MAX_ATTEMPTS
 from jury.execution.single import execute_call
+from jury.limits.endpoints import endpoint_slots
 from jury.models import Judge, JudgeCall, JuryRun
 
 # How often the task's thread looks for a cancel request while calls run.
@@ -139,12 +140,15 @@ def _send(
     limiter = limits.redis_limiter()
     claimant = limiter.claimant(f"c{uuid.uuid4().hex[:12]}")
     claimed = limiter.claim(claimant=claimant, call_ids=[c.pk for c in leaders])
+    judges = {c.judge_id: c.judge for c in leaders}
+    servers = {pk: endpoint_slots(judge) for pk, judge in judges.items()}
     jobs = [
         Job(
             call_id=c.pk,
             judge=c.judge,
             request=storage.build_request(c, c.judge, criteria[c.run.study_id][0]),
             max_attempts=int(c.judge.params.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
+            server=servers[c.judge_id],
         )
         for c in leaders
         if c.pk in claimed

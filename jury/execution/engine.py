@@ -19,8 +19,9 @@ from typing import Any
 from jury import limits
 from jury.execution.attempts import AttemptClock, AttemptRecord
 from jury.execution.clients import AsyncProvider, client_key
-from jury.execution.retries import MAX_WAIT_FOR_SLOT_SECONDS, backoff_seconds
+from jury.execution.retries import backoff_seconds, max_wait_for_slot_seconds
 from jury.execution.storage import Outcome
+from jury.limits.endpoints import EndpointSlots
 from jury.models import Judge, JudgeCall
 from jury.providers import base as providers
 
@@ -58,7 +59,7 @@ class Gate:
 
     HANDOFF_LIMIT = 8
 
-    def __init__(self, engine: Engine, judge_id: int) -> None:
+    def __init__(self, engine: Engine, judge_id: int | str) -> None:
         self.engine = engine
         self.judge_id = judge_id
         self.size = 0
@@ -159,6 +160,7 @@ class Job:
     judge: Judge
     request: providers.JudgeRequest
     max_attempts: int
+    server: EndpointSlots | None = None  # the limit of the judge's server, if it has one
 
 
 @dataclass
@@ -183,7 +185,7 @@ class Engine:
         self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
         self.providers: dict[tuple, AsyncProvider] = {}
-        self.gates: dict[int, Gate] = {}
+        self.gates: dict[int | str, Gate] = {}  # by pool: a judge's id, an endpoint's "e<id>"
         self.redis: Any = None
         self.scripts: dict[str, Any] = {}
         ready = threading.Event()
@@ -236,7 +238,48 @@ class Engine:
             found = self.providers[key] = AsyncProvider(judge, key[4])
         return found
 
-    def gate(self, judge_id: int) -> Gate:
+    async def _take_slots(
+        self, job: Job, state: ChunkState, *, retry: bool
+    ) -> list[tuple[Gate, _Token]] | None:
+        """A token of the judge's and, when its server has a limit, one of the server's (in
+        that order, everywhere: no two waiters wait for each other), within the slot wait;
+        None when the call gives up its turn (run cancelled, waited too long: logged)."""
+        loop = asyncio.get_running_loop()
+        gates = [self.gate(job.judge.pk)]
+        if job.server is not None:
+            gates.append(self.gate(job.server.pool))
+        started = time.monotonic()
+        deadline = started + max_wait_for_slot_seconds()
+        taken: list[tuple[Gate, _Token]] = []
+        for gate in gates:
+            waiter = loop.create_future()
+            state.waiting.add(waiter)
+            timer = loop.call_later(
+                max(0.0, deadline - time.monotonic()),
+                lambda w=waiter: w.done() or w.set_exception(LeftPending()),
+            )
+            try:
+                taken.append((gate, await gate.acquire(waiter, retry=retry)))
+            except LeftPending:
+                await self._release(taken)
+                if not state.cancelled:
+                    log.warning(
+                        "call %s waited %.0f s for a slot of judge %s; left pending for the sweep",
+                        job.call_id,
+                        time.monotonic() - started,
+                        job.judge,
+                    )
+                return None
+            finally:
+                timer.cancel()
+                state.waiting.discard(waiter)
+        return taken
+
+    async def _release(self, slots: list[tuple[Gate, _Token]]) -> None:
+        for gate, token in reversed(slots):
+            await gate.release(token)
+
+    def gate(self, judge_id: int | str) -> Gate:
         found = self.gates.get(judge_id)
         if found is None:
             found = self.gates[judge_id] = Gate(self, judge_id)
@@ -257,6 +300,8 @@ class Engine:
             await self.gate(judge.pk).configure(
                 size=judge.max_concurrency, rpm=judge.requests_per_minute or 0
             )
+        for server in {job.server.pool: job.server for job in jobs if job.server}.values():
+            await self.gate(server.pool).configure(size=server.size, rpm=0)
 
         async def one(job: Job) -> None:
             try:
@@ -269,8 +314,6 @@ class Engine:
         await asyncio.gather(*(one(job) for job in jobs))
 
     async def _run_call(self, job: Job, state: ChunkState) -> Outcome:
-        loop = asyncio.get_running_loop()
-        gate = self.gate(job.judge.pk)
         try:
             provider = self.provider(job.judge)
         except providers.NotAllowed as exc:  # the rules changed since the chunk began
@@ -287,27 +330,17 @@ class Engine:
                 return Outcome(
                     call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
                 )
-            waiter = loop.create_future()
-            state.waiting.add(waiter)
-            timer = loop.call_later(
-                MAX_WAIT_FOR_SLOT_SECONDS,
-                lambda w=waiter: w.done() or w.set_exception(LeftPending()),
-            )
-            try:
-                token = await gate.acquire(waiter, retry=attempts > 0)
-            except LeftPending:
+            slots = await self._take_slots(job, state, retry=attempts > 0)
+            if slots is None:
                 return Outcome(
                     call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
                 )
-            finally:
-                timer.cancel()
-                state.waiting.discard(waiter)
             attempts += 1
             clock = AttemptClock()
             try:
                 reply = await provider.complete(job.request)
             except providers.ProviderError as exc:
-                await gate.release(token)
+                await self._release(slots)
                 last_error = f"attempt {attempts}: {exc}"
                 log_.append(clock.failed(exc, str(exc)))
                 last_status = (
@@ -320,7 +353,7 @@ class Engine:
                 await asyncio.sleep(backoff_seconds(attempts, exc.retry_after_seconds, rng))
                 continue
             except Exception as exc:  # a bug in a client must not leave the call pending
-                await gate.release(token)
+                await self._release(slots)
                 detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
                 reason = f"unexpected {type(exc).__name__}: {detail}"
                 last_error = f"attempt {attempts}: {reason}"
@@ -328,7 +361,7 @@ class Engine:
                 last_status = JudgeCall.Status.PROVIDER_ERROR
                 break
             log_.append(clock.replied(reply))
-            await gate.release(token)
+            await self._release(slots)
             return Outcome(
                 call_id=job.call_id,
                 status=JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK,

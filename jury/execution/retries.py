@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import random
 
+from django.conf import settings
+
 DEFAULT_MAX_ATTEMPTS = 5
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 30.0
-# Give up waiting for a free slot after this long; the call stays pending for a resume.
+# Give up waiting for a free slot after this long (settings.JURY_MAX_WAIT_FOR_SLOT_SECONDS);
+# the call stays pending, and the sweep (jury.execution.sweep) sends it again.
 MAX_WAIT_FOR_SLOT_SECONDS = 600.0
+
+
+def max_wait_for_slot_seconds() -> float:
+    """How long a call waits for a slot of its judge's limits before it gives up its turn."""
+    return float(getattr(settings, "JURY_MAX_WAIT_FOR_SLOT_SECONDS", MAX_WAIT_FOR_SLOT_SECONDS))
 
 
 def backoff_seconds(attempt: int, retry_after: float | None, rng: random.Random) -> float:

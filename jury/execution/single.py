@@ -15,8 +15,8 @@ from jury.execution.attempts import AttemptClock, AttemptRecord
 from jury.execution.clients import client_key, judge_refusal
 from jury.execution.retries import (
     DEFAULT_MAX_ATTEMPTS,
-    MAX_WAIT_FOR_SLOT_SECONDS,
     backoff_seconds,
+    max_wait_for_slot_seconds,
 )
 from jury.models import Judge, JudgeCall, JuryRun
 from jury.providers import base as providers
@@ -163,9 +163,9 @@ class _Attempts:
             if JuryRun.objects.filter(pk=self.call.run_id, cancel_requested=True).exists():
                 limits.abandon(judge=self.judge, call=self.call)
                 return JudgeCall.Status.PENDING
-            if self.waited > MAX_WAIT_FOR_SLOT_SECONDS:
+            if self.waited > max_wait_for_slot_seconds():
                 log.warning(
-                    "call %s waited %.0f s for a slot of judge %s; left pending",
+                    "call %s waited %.0f s for a slot of judge %s; left pending for the sweep",
                     self.call.pk,
                     self.waited,
                     self.judge,

@@ -37,13 +37,21 @@ def call_cost(judge: Judge, input_tokens: int | None, output_tokens: int | None)
     ) / million
 
 
-def finish_run_if_done(run_id: int) -> None:
-    """Mark the run finished once no call is pending: one statement, a no-op otherwise."""
-    JuryRun.objects.filter(
-        pk=run_id, status__in=[JuryRun.Status.QUEUED, JuryRun.Status.RUNNING]
-    ).filter(
-        ~Exists(JudgeCall.objects.filter(run_id=OuterRef("pk"), status=JudgeCall.Status.PENDING))
-    ).update(status=JuryRun.Status.FINISHED, finished_at=timezone.now())
+def finish_run_if_done(run_id: int) -> bool:
+    """Mark the run finished once no call is pending: one statement, a no-op otherwise.
+    Whether this marked it."""
+    return (
+        JuryRun.objects.filter(
+            pk=run_id, status__in=[JuryRun.Status.QUEUED, JuryRun.Status.RUNNING]
+        )
+        .filter(
+            ~Exists(
+                JudgeCall.objects.filter(run_id=OuterRef("pk"), status=JudgeCall.Status.PENDING)
+            )
+        )
+        .update(status=JuryRun.Status.FINISHED, finished_at=timezone.now())
+        > 0
+    )
 
 
 def mark_running(run_ids: Iterable[int]) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from django.conf import settings
 
 from jury.limits import database
+from jury.limits import redis as redis_backend
 from jury.limits.base import BURST_SECONDS, SLOT_POLL_SECONDS, Acquired, Limiter
 from jury.limits.database import DatabaseLimiter
 from jury.limits.redis import (
@@ -38,6 +39,7 @@ __all__ = [
     "current",
     "ensure_limiter",
     "forget_stale",
+    "held_call_ids",
     "key_prefix",
     "lua",
     "redis_limiter",
@@ -81,6 +83,14 @@ def release(*, call: JudgeCall) -> None:
 def abandon(*, judge: Judge, call: JudgeCall) -> None:
     """A call that waited for a slot gives up (cancel, waited too long): drop its claim."""
     current().abandon(judge=judge, call=call)
+
+
+def held_call_ids() -> set[int]:
+    """The calls a live worker holds right now (claimed, or with a lease): the sweep leaves
+    them alone, and the run page does not call them waiting."""
+    if backend() == "redis":
+        return redis_backend.held_call_ids()
+    return database.held_call_ids()
 
 
 def forget_stale(*, call_ids: Iterable[int]) -> None:

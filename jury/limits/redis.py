@@ -26,10 +26,12 @@ import uuid
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from django.conf import settings
 
 from jury.limits.base import BURST_SECONDS, SLOT_POLL_SECONDS, Acquired
+from jury.limits.endpoints import EndpointSlots, endpoint_slots
 from jury.models import Judge, JudgeCall
 
 log = logging.getLogger(__name__)
@@ -43,7 +45,16 @@ HEARTBEAT_SECONDS = 2.0
 # anything: a claim counts only while its owner lives; this only bounds the hash's size).
 CLAIM_SWEEP_SECONDS = 60.0
 
-SCRIPT_NAMES = ("try_acquire", "release", "setup", "charge", "claim", "unclaim", "heartbeat")
+SCRIPT_NAMES = (
+    "try_acquire",
+    "release",
+    "setup",
+    "charge",
+    "claim",
+    "unclaim",
+    "heartbeat",
+    "held",
+)
 
 
 @cache
@@ -87,7 +98,9 @@ class RedisLimiter:
         self.owner = f"{socket.gethostname()}:{self.pid}:{uuid.uuid4().hex[:12]}"
         self.client = redis.Redis.from_url(url)
         self.scripts = {name: self.client.register_script(lua(name)) for name in SCRIPT_NAMES}
-        self.judges: set[int] = set()
+        self.judges: set[str] = set()  # the token pools this owner used (judges, endpoints)
+        # The endpoint pool whose token a call holds (the per-call path), given back with it.
+        self.endpoint_taken: dict[int, str] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._last_sweep = 0.0
@@ -97,14 +110,14 @@ class RedisLimiter:
         )
         self._thread.start()
 
-    # keys the asyncio engine uses directly
-    def judge_prefix(self, judge_id: int) -> str:
+    # keys the asyncio engine uses directly; a pool is a judge's id or an endpoint's "e<id>"
+    def judge_prefix(self, judge_id: int | str) -> str:
         return f"{self.prefix}j:{judge_id}:"
 
-    def free_key(self, judge_id: int) -> str:
+    def free_key(self, judge_id: int | str) -> str:
         return self.judge_prefix(judge_id) + "free"
 
-    def inuse_key(self, judge_id: int) -> str:
+    def inuse_key(self, judge_id: int | str) -> str:
         return self.judge_prefix(judge_id) + "inuse:" + self.owner
 
     def claimant(self, tag: str) -> str:
@@ -115,9 +128,9 @@ class RedisLimiter:
         """The claimant of the per-call path: this owner's current thread."""
         return self.claimant(f"t{threading.get_ident()}")
 
-    def remember(self, judge_id: int) -> None:
+    def remember(self, judge_id: int | str) -> None:
         with self._lock:
-            self.judges.add(judge_id)
+            self.judges.add(str(judge_id))
 
     # heartbeat
     def heartbeat(self) -> None:
@@ -148,7 +161,7 @@ class RedisLimiter:
         """Nothing up front: the first script that needs the judge's keys creates them."""
 
     def acquire(self, *, judge: Judge, call: JudgeCall) -> Acquired:
-        return self.try_acquire(judge=judge, call_id=call.pk)
+        return self.try_acquire(judge=judge, call_id=call.pk, server=endpoint_slots(judge))
 
     def release(self, *, call: JudgeCall) -> None:
         self.release_slot(judge_id=call.judge_id, call_id=call.pk)
@@ -156,9 +169,14 @@ class RedisLimiter:
     def abandon(self, *, judge: Judge, call: JudgeCall) -> None:
         self.unclaim(claimant=self.thread_claimant(), call_ids=[call.pk])
 
-    def try_acquire(self, *, judge: Judge, call_id: int) -> Acquired:
-        """`acquire` by call id (`judge` needs pk, max_concurrency, requests_per_minute)."""
+    def try_acquire(
+        self, *, judge: Judge, call_id: int, server: EndpointSlots | None = None
+    ) -> Acquired:
+        """`acquire` by call id (`judge` needs pk, max_concurrency, requests_per_minute), with
+        a slot of the judge's server too when it has a limit."""
         self.remember(judge.pk)
+        if server is not None:
+            self.remember(server.pool)
         taken, wait_ms = self.scripts["try_acquire"](
             args=[
                 self.prefix,
@@ -169,9 +187,13 @@ class RedisLimiter:
                 self.owner,
                 self.thread_claimant(),
                 call_id,
+                *([server.pool, server.size] if server is not None else []),
             ]
         )
         if taken == 1:
+            if server is not None:
+                with self._lock:
+                    self.endpoint_taken[call_id] = server.pool
             return Acquired(ok=True)
         if taken == -1:
             return Acquired(ok=False, taken_elsewhere=True)
@@ -179,8 +201,10 @@ class RedisLimiter:
 
     def release_slot(self, *, judge_id: int, call_id: int) -> None:
         """`release` by ids."""
+        with self._lock:
+            pool = self.endpoint_taken.pop(call_id, "")
         self.scripts["release"](
-            args=[self.prefix, judge_id, self.owner, self.thread_claimant(), call_id]
+            args=[self.prefix, judge_id, self.owner, self.thread_claimant(), call_id, pool]
         )
 
     # batch claims (chunk runs)
@@ -200,6 +224,22 @@ class RedisLimiter:
         """Create or resize a judge's tokens; returns how many are free."""
         self.remember(judge_id)
         return int(self.scripts["setup"](args=[self.prefix, judge_id, size, self.owner]))
+
+
+@cache
+def _reader(url: str) -> Any:
+    """A plain client and the `held` script for readers that are not workers (the sweep, the
+    run page): no owner, no heartbeat thread."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    return client.register_script(lua("held"))
+
+
+def held_call_ids() -> set[int]:
+    """The calls a live worker has claimed (running, or waiting for a slot)."""
+    held = _reader(redis_url())(args=[key_prefix()])
+    return {int(x) for x in held}
 
 
 _limiter: RedisLimiter | None = None

@@ -39,9 +39,12 @@ def running_worker(
     extra_env: dict[str, str] | None = None,
     queues: Sequence[str] = (),
     hostname: str | None = None,
+    beat_schedule: Path | None = None,
 ) -> Iterator[subprocess.Popen]:
-    """A `celery worker` process on the test database. Without `queues` it consumes every
-    queue the settings declare, as a production worker started without -Q does."""
+    """A `celery worker` process on the test database, stopped afterwards. Without `queues`
+    it consumes every queue the settings declare, as a production worker started without -Q
+    does; with `beat_schedule` (a file path) it also runs Celery beat (`-B`), as the demo's
+    first worker does, its schedule kept in that file."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "medhelm_site.test_settings",
@@ -67,6 +70,7 @@ def running_worker(
                 "--without-mingle",
                 *(["--queues", ",".join(queues)] if queues else []),
                 *(["--hostname", hostname] if hostname else []),
+                *(["--beat", "--schedule-filename", str(beat_schedule)] if beat_schedule else []),
             ],
             cwd=ROOT,
             env=env,

@@ -67,13 +67,15 @@ def _start(*, host: str, port: str, worker: bool) -> list[subprocess.Popen]:
 
 def worker_commands(python: str) -> list[list[str]]:
     """One `celery worker` command per worker of settings.MEDHELM_DEMO_WORKERS, each on its
-    own queues (the judge calls apart from the metrics)."""
+    own queues (the judge calls apart from the metrics); the one marked "beat" runs beat."""
     return [
         [
             *(python, "-m", "celery", "-A", "medhelm_site", "worker", "--loglevel", "INFO"),
             *("--concurrency", str(worker["concurrency"])),
             *("--queues", ",".join(worker["queues"])),
             *("--hostname", f"{name}@%h"),
+            # Celery beat (the jury's sweep) runs inside exactly one worker.
+            *(("--beat",) if worker.get("beat") else ()),
         ]
         for name, worker in settings.MEDHELM_DEMO_WORKERS.items()
     ]

@@ -1,5 +1,6 @@
--- Shared by every script (prepended to each). Keys of judge j live under
--- P = prefix .. 'j:' .. j .. ':' -- size, debt (tokens to destroy when the limit shrank while
+-- Shared by every script (prepended to each). Keys of a token pool live under
+-- P = prefix .. 'j:' .. pool .. ':', the pool being a judge's id or 'e' .. an EndpointLimit's
+-- id (a server's slots, shared by the judges on it) -- size, debt (tokens to destroy when the limit shrank while
 -- they were in use), free (list), owners (set), inuse:<owner> (list), bucket (hash).
 -- Global: prefix .. 'owner:' .. owner (alive while it exists), prefix .. 'claims' (hash).
 local prefix = ARGV[1]

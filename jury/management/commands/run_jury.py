@@ -7,11 +7,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from annotation.models import RatingStudy
 from jury import selectors, services
 from jury.errors import JuryError
 from jury.execution import execute_call
+from jury.execution.sweep import sweep_settings
 from jury.models import Judge, JudgeCall, JuryRun, PromptTemplate
 
 
@@ -123,12 +125,16 @@ class Command(BaseCommand):
 
     _last_line = ""
 
-    def _show(self, run: JuryRun) -> selectors.RunProgress:
-        """Redraw the bar in a terminal; in a log, write a line only when progress moves."""
+    def _show(self, run: JuryRun) -> tuple[selectors.RunProgress, selectors.RunWaiting | None]:
+        """Redraw the bar in a terminal; in a log, write a line only when progress moves.
+        Returns the progress and the run's wait for a worker, if any (shown instead of what
+        is left)."""
         p = selectors.run_progress(run=run)
-        eta = f" ETA {p.eta_seconds:.0f}s" if p.eta_seconds is not None else ""
+        waiting = selectors.run_waiting(run=run)
+        eta = f" ETA {p.eta_seconds:.0f}s" if p.eta_seconds is not None and not waiting else ""
+        left = waiting.text if waiting else f"{p.remaining} left"
         status = (
-            f"{bar(p.done, p.total)} {p.done}/{p.total} done, {p.failed} failed, {p.remaining} left, "
+            f"{bar(p.done, p.total)} {p.done}/{p.total} done, {p.failed} failed, {left}, "
             f"{p.input_tokens + p.output_tokens} tokens, ${p.cost:.4f}"
         )
         if self.stdout.isatty():
@@ -137,13 +143,24 @@ class Command(BaseCommand):
             self.stdout.write(f"{status}{eta}")
         self._last_line = status
         self.stdout.flush()
-        return p
+        return p, waiting
 
     def _watch(self, run: JuryRun) -> None:
+        stall_limit = sweep_settings().ends_a_stall_within_seconds
         while True:
             run.refresh_from_db()
-            p = self._show(run)
-            if run.status in (JuryRun.Status.FINISHED, JuryRun.Status.CANCELLED) or not p.remaining:
+            p, waiting = self._show(run)
+            if run.status not in (JuryRun.Status.QUEUED, JuryRun.Status.RUNNING) or not p.remaining:
+                break
+            if waiting and (timezone.now() - waiting.since).total_seconds() > stall_limit:
+                # The sweep would have ended these calls by now: it is not running.
+                if self.stdout.isatty():
+                    self.stdout.write("")
+                self.stdout.write(
+                    f"Run {run.pk} stalled: {waiting.text}, longer than the sweep allows "
+                    f"({stall_limit:.0f} s). Is a Celery worker with beat running? "
+                    f"Watch again with --watch {run.pk}, or --resume {run.pk}."
+                )
                 break
             time.sleep(1)
         if self.stdout.isatty():
