@@ -8,7 +8,6 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import random
 import threading
 import time
 from collections import deque
@@ -16,10 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jury import limits
-from jury.execution.attempts import AttemptClock, AttemptRecord
+from django.utils import timezone
+
+from jury import breakers, limits
+from jury.execution.attempts import AttemptClock
+from jury.execution.call_attempts import CallAttempts
 from jury.execution.clients import AsyncProvider, client_key
-from jury.execution.retries import MAX_WAIT_FOR_SLOT_SECONDS, backoff_seconds
+from jury.execution.retries import MAX_WAIT_FOR_SLOT_SECONDS
 from jury.execution.storage import Outcome
 from jury.models import Judge, JudgeCall
 from jury.providers import base as providers
@@ -186,6 +188,7 @@ class Engine:
         self.gates: dict[int, Gate] = {}
         self.redis: Any = None
         self.scripts: dict[str, Any] = {}
+        self.breakers: breakers.AsyncBoard
         ready = threading.Event()
         self.thread = threading.Thread(
             target=self.run_loop, args=(ready,), name="jury-engine", daemon=True
@@ -223,6 +226,7 @@ class Engine:
             name: self.redis.register_script(limits.lua(name))
             for name in ("setup", "charge", "release")
         }
+        self.breakers = breakers.async_board(self.redis, self.limiter.prefix)
         ready.set()
         self.loop.run_forever()
 
@@ -269,7 +273,6 @@ class Engine:
         await asyncio.gather(*(one(job) for job in jobs))
 
     async def _run_call(self, job: Job, state: ChunkState) -> Outcome:
-        loop = asyncio.get_running_loop()
         gate = self.gate(job.judge.pk)
         try:
             provider = self.provider(job.judge)
@@ -277,72 +280,87 @@ class Engine:
             return Outcome(
                 call_id=job.call_id, status=JudgeCall.Status.PROVIDER_ERROR, error=str(exc)
             )
-        rng = random.Random()
-        attempts = 0
-        log_: list[AttemptRecord] = []
-        last_error = ""
-        last_status = JudgeCall.Status.PROVIDER_ERROR
-        while attempts < job.max_attempts:
-            if state.cancelled:
-                return Outcome(
-                    call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
-                )
-            waiter = loop.create_future()
-            state.waiting.add(waiter)
-            timer = loop.call_later(
-                MAX_WAIT_FOR_SLOT_SECONDS,
-                lambda w=waiter: w.done() or w.set_exception(LeftPending()),
-            )
-            try:
-                token = await gate.acquire(waiter, retry=attempts > 0)
-            except LeftPending:
-                return Outcome(
-                    call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
-                )
-            finally:
-                timer.cancel()
-                state.waiting.discard(waiter)
-            attempts += 1
+        call = CallAttempts(
+            call_id=job.call_id,
+            max_attempts=job.max_attempts,
+            budget_seconds=job.judge.retry_budget_seconds,
+            endpoint=breakers.endpoint_key(job.judge),
+            holder=self.limiter.claimant(f"call{job.call_id}"),
+        )
+        while True:
+            stopped = await self._wait_for_provider(call, job, state)
+            if stopped is not None:
+                return stopped
+            token = await self._wait_for_slot(gate, call, state)
+            if token is None:
+                await self.breakers.release(call.endpoint, holder=call.holder)
+                return call.left_pending()
+            call.attempts += 1
             clock = AttemptClock()
             try:
                 reply = await provider.complete(job.request)
-            except providers.ProviderError as exc:
+            except Exception as exc:  # a client's bug too: it must not leave the call pending
                 await gate.release(token)
-                last_error = f"attempt {attempts}: {exc}"
-                log_.append(clock.failed(exc, str(exc)))
-                last_status = (
-                    JudgeCall.Status.TIMEOUT
-                    if isinstance(exc, providers.ProviderTimeout)
-                    else JudgeCall.Status.PROVIDER_ERROR
+                after = await self.breakers.record(
+                    call.endpoint,
+                    holder=call.holder,
+                    signal=breakers.signal_of(exc),
+                    error=str(exc),
                 )
-                if not exc.retryable or attempts >= job.max_attempts:
-                    break
-                await asyncio.sleep(backoff_seconds(attempts, exc.retry_after_seconds, rng))
+                delay = call.failed(exc, clock, after)
+                if delay is None:
+                    return call.ended()
+                await asyncio.sleep(delay)
                 continue
-            except Exception as exc:  # a bug in a client must not leave the call pending
-                await gate.release(token)
-                detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
-                last_error = f"attempt {attempts}: unexpected {type(exc).__name__}: {detail}"
-                log_.append(clock.failed(exc, f"unexpected {type(exc).__name__}: {detail}"))
-                last_status = JudgeCall.Status.PROVIDER_ERROR
-                break
-            log_.append(clock.replied(reply))
+            call.log.append(clock.replied(reply))
             await gate.release(token)
-            return Outcome(
-                call_id=job.call_id,
-                status=JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK,
-                reply=reply,
-                attempts=attempts,
-                latency_ms=log_[-1].latency_ms,
-                attempt_log=log_,
+            await self.breakers.record(
+                call.endpoint, holder=call.holder, signal=breakers.Signal.UP, error=""
             )
-        return Outcome(
-            call_id=job.call_id,
-            status=last_status,
-            error=last_error,
-            attempts=attempts,
-            attempt_log=log_,
+            return call.answered(reply)
+
+    async def _wait_for_provider(
+        self, call: CallAttempts, job: Job, state: ChunkState
+    ) -> Outcome | None:
+        """Wait while the call's provider is paused (None: send now), or how the call ends
+        here: pending (the run was cancelled), or failed once the outage has lasted longer
+        than the judge's retry budget."""
+        if state.cancelled:
+            return call.left_pending()
+        turn, breaker = await self.breakers.wait_turn(
+            call.endpoint,
+            holder=call.holder,
+            lease_seconds=job.request.timeout_seconds + breakers.PROBE_MARGIN_SECONDS,
+            budget_seconds=call.budget_seconds,
+            cancelled=lambda: state.cancelled,
         )
+        if turn is None:
+            return call.left_pending()
+        if turn is breakers.Turn.GIVE_UP:
+            tz = timezone.get_current_timezone()
+            call.gave_up(breakers.unreachable_reason(breaker, now=time.time(), tz=tz), breaker)
+            return call.ended()
+        return None
+
+    async def _wait_for_slot(
+        self, gate: Gate, call: CallAttempts, state: ChunkState
+    ) -> _Token | None:
+        """One of the judge's tokens, or None when the call gives up its turn (run cancelled,
+        no slot for too long: it stays pending)."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        state.waiting.add(waiter)
+        timer = loop.call_later(
+            MAX_WAIT_FOR_SLOT_SECONDS,
+            lambda w=waiter: w.done() or w.set_exception(LeftPending()),
+        )
+        try:
+            return await gate.acquire(waiter, retry=call.attempts > 0)
+        except LeftPending:
+            return None
+        finally:
+            timer.cancel()
+            state.waiting.discard(waiter)
 
 
 _engine_instance: Engine | None = None

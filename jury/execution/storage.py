@@ -21,6 +21,7 @@ from annotation.models import RubricCriterion
 from jury.execution.attempts import AttemptRecord
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun
 from jury.providers import base as providers
+from jury.timing import max_tokens_of
 from jury.verdicts import parse_verdict
 
 
@@ -63,8 +64,8 @@ def build_request(
         prompt=call.prompt_text,
         criteria=criteria,
         temperature=float(judge.params.get("temperature", 0.0)),
-        max_tokens=int(judge.params.get("max_tokens", 1024)),
-        timeout_seconds=judge.timeout_seconds,
+        max_tokens=max_tokens_of(judge.params),
+        timeout_seconds=judge.request_timeout_seconds,
     )
 
 

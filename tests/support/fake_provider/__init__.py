@@ -18,6 +18,9 @@ key: tests check it is redacted), "malformed" (200 with invalid JSON), "truncate
 "refuse", "content_filter" (OpenAI's finish_reason), "bad_verdict" (the first criterion
 scored scale_max + 2, i.e. 7 on 1-5).
 
+Lifecycle: `stop()` then `start()` plays an outage (connections refused meanwhile; the
+server comes back on the same port).
+
 Counters: `total_requests`, `per_prompt_hash` (sha256 of the user prompt), `per_model`,
 `in_flight` / `max_in_flight`, and `log`: (monotonic time, model, outcome) per request.
 
