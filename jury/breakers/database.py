@@ -4,6 +4,7 @@ EndpointBreaker row per endpoint, changed only if its version is the one read.""
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from jury.breakers.rules import BreakerState
 from jury.models import EndpointBreaker
@@ -34,7 +35,7 @@ class DatabaseStore:
                 return False
             return True
         changed = EndpointBreaker.objects.filter(endpoint=endpoint, version=token).update(
-            state=state.to_dict(), version=token + 1
+            state=state.to_dict(), version=token + 1, updated_at=timezone.now()
         )
         return changed == 1
 
