@@ -91,6 +91,7 @@ def test_an_outage_pauses_the_calls_and_they_all_end_ok(client, fake_provider, q
     watcher.start()
     wait_for(lambda: OUTAGE_TEXT in run_page(client, setup, run), 30, "the page to show the outage")
     assert judge.name in run_page(client, setup, run)
+    wait_for(lambda: OUTAGE_TEXT in watched.getvalue(), 30, "run_jury to print the outage")
     fake_provider.start()  # back, on the same port
     assert join() == []
     watcher.join(timeout=60)
