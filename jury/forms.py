@@ -86,6 +86,7 @@ class JudgeAdminForm(forms.ModelForm):
             "max_concurrency",
             "requests_per_minute",
             "timeout_seconds",
+            "retry_budget_seconds",
             "is_active",
         ]
         help_texts = {

@@ -14,6 +14,12 @@ from django.db.models import Q
 from annotation.models import Item, RatingStudy, RubricCriterion
 from jury.providers import structured
 from jury.providers.policy import endpoint_problem, key_variable_problem
+from jury.timing import (
+    DEFAULT_RETRY_BUDGET_SECONDS,
+    TIMEOUT_RULE,
+    max_tokens_of,
+    timeout_for_max_tokens,
+)
 
 
 class Judge(models.Model):
@@ -55,7 +61,20 @@ class Judge(models.Model):
     price_output_per_mtok = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     max_concurrency = models.PositiveIntegerField(default=4)
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
-    timeout_seconds = models.FloatField(default=120)
+    timeout_seconds = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Seconds to wait for one answer. Empty: sized from the max_tokens of params, "
+        f"{TIMEOUT_RULE}.",
+    )
+    retry_budget_seconds = models.PositiveIntegerField(
+        default=DEFAULT_RETRY_BUDGET_SECONDS,
+        help_text="How long a call keeps trying, in seconds: backoffs between attempts, and "
+        "waits while the provider is unreachable (its calls then pause without spending "
+        "attempts; params max_attempts still caps the others). After that the call ends as a "
+        "provider error; resume the run once the provider is back. The default outlives a "
+        "server restart.",
+    )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -74,6 +93,13 @@ class Judge(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def request_timeout_seconds(self) -> float:
+        """The timeout of one request: the judge's own, else sized from its max tokens."""
+        if self.timeout_seconds:
+            return float(self.timeout_seconds)
+        return timeout_for_max_tokens(max_tokens_of(self.params))
 
     def policy_problems(self) -> dict[str, str]:
         """What the operator's rules refuse in this judge's key variable and endpoint, by
@@ -317,6 +343,19 @@ class EndpointLimit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.origin} ({self.max_concurrency} at once)"
+
+
+class EndpointBreaker(models.Model):
+    """The circuit breaker of one provider endpoint (jury.breakers) when the limits live in the
+    database: its state as JSON, and a version that every change compares and bumps."""
+
+    endpoint = models.CharField(max_length=300, unique=True)
+    state = models.JSONField(default=dict)
+    version = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"breaker of {self.endpoint}"
 
 
 class JudgeScore(models.Model):

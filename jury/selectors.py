@@ -7,6 +7,7 @@ from the one score table in agreement.selectors, not here.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from django.db.models.functions import Coalesce, Substr
 from django.utils import timezone
 
 from annotation.models import RatingStudy
-from jury import limits
+from jury import breakers, limits
 from jury.models import JudgeAttempt, JudgeCall, JuryRun, PromptTemplate
 
 FAILED = JudgeCall.FAILED_STATUSES
@@ -301,3 +302,31 @@ def run_waiting(*, run: JuryRun, now: datetime | None = None) -> RunWaiting | No
     if ((now or timezone.now()) - since).total_seconds() < WAITING_AFTER_SECONDS:
         return None
     return RunWaiting(calls=agg["calls"], since=since, redispatches=agg["redispatches"] or 0)
+@dataclass(frozen=True)
+class ProviderOutage:
+    """A provider the run's judges cannot reach now (jury.breakers): their calls wait."""
+
+    judges: tuple[str, ...]
+    since: float  # epoch seconds: the same outage keeps it
+    reason: str  # "provider unreachable since 14:03:12 (16 minutes)"
+    last_error: str
+
+
+def provider_outages(*, run: JuryRun) -> list[ProviderOutage]:
+    """The endpoints of the run's judges that are unreachable now, while the run is active."""
+    if run.status not in (JuryRun.Status.QUEUED, JuryRun.Status.RUNNING):
+        return []
+    judges_of: dict[str, list[str]] = defaultdict(list)
+    for judge in run.judges.all():
+        judges_of[breakers.endpoint_key(judge)].append(judge.name)
+    now, tz = time.time(), timezone.get_current_timezone()
+    found = breakers.board().outages(sorted(judges_of))
+    return [
+        ProviderOutage(
+            judges=tuple(sorted(judges_of[endpoint])),
+            since=state.opened_at or now,
+            reason=breakers.unreachable_reason(state, now=now, tz=tz),
+            last_error=state.last_error,
+        )
+        for endpoint, state in sorted(found.items())
+    ]

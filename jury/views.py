@@ -75,6 +75,7 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
             "health": selectors.judge_health(run=run),
             "errors": selectors.run_errors(run=run),
             "waiting": selectors.run_waiting(run=run),
+            "outages": selectors.provider_outages(run=run),
             "is_coordinator": Role.COORDINATOR in roles,
         },
     )

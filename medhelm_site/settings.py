@@ -261,6 +261,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": JURY_SWEEP_INTERVAL_SECONDS},
     },
 }
+# When a judge's provider is down (jury.breakers): down signals in a row (connection refused,
+# 502/503) that pause the calls of its endpoint, seconds between two probe requests while
+# paused, and seconds after which a paused endpoint nobody probes is forgotten.
+JURY_BREAKER_THRESHOLD = env_positive_int("JURY_BREAKER_THRESHOLD", 3)
+JURY_BREAKER_PROBE_SECONDS = float(os.environ.get("JURY_BREAKER_PROBE_SECONDS", "5"))
+JURY_BREAKER_FORGET_SECONDS = float(os.environ.get("JURY_BREAKER_FORGET_SECONDS", "120"))
 # What a judge defined in the admin may use. Its API key variable: MEDHELM_JUDGE_KEY_<NAME>,
 # or one listed here (comma-separated; the site's own secrets never). Its endpoint: a host
 # listed here ("*.domain" for one label; an IP address only on loopback, http only there).

@@ -4,7 +4,8 @@ Every call ends in exactly one status with its raw output kept, and running a ca
 harmless. `execute_call` runs one call synchronously (the per-call task, `run_jury --inline`,
 the database limiter); `execute_calls` runs a chunk on the worker's event loop (`Engine`)
 when the limits live in Redis, storing answers in batches so a killed worker loses only the
-requests in flight. Modules: storage, retries, single, clients, engine, chunks.
+requests in flight. Modules: storage, retries, attempts, call_attempts, single, clients,
+engine, chunks. A provider that is down pauses its calls (jury.breakers).
 """
 
 from jury.execution.chunks import execute_calls

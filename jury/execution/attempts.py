@@ -40,6 +40,14 @@ class AttemptRecord:
     finish_reason: str | None = None
 
 
+def time_spent_ms(attempt_log: list[AttemptRecord]) -> int | None:
+    """What a call's requests took in all (timeouts included: the server spent that time on
+    it); None when nothing was sent."""
+    if not attempt_log:
+        return None
+    return sum(record.latency_ms for record in attempt_log)
+
+
 def failure_kind(exc: BaseException) -> str:
     """The short name a failed attempt is counted under; "unexpected" for a client's bug."""
     for kind, name in _FAILURE_KINDS:

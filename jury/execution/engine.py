@@ -8,7 +8,6 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import random
 import threading
 import time
 from collections import deque
@@ -16,10 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jury import limits
-from jury.execution.attempts import AttemptClock, AttemptRecord
+from django.utils import timezone
+
+from jury import breakers, limits
+from jury.execution.attempts import AttemptClock
+from jury.execution.call_attempts import CallAttempts
 from jury.execution.clients import AsyncProvider, client_key
-from jury.execution.retries import backoff_seconds, max_wait_for_slot_seconds
+from jury.execution.retries import max_wait_for_slot_seconds
 from jury.execution.storage import Outcome
 from jury.limits.endpoints import EndpointSlots
 from jury.models import Judge, JudgeCall
@@ -188,6 +190,7 @@ class Engine:
         self.gates: dict[int | str, Gate] = {}  # by pool: a judge's id, an endpoint's "e<id>"
         self.redis: Any = None
         self.scripts: dict[str, Any] = {}
+        self.breakers: breakers.AsyncBoard
         ready = threading.Event()
         self.thread = threading.Thread(
             target=self.run_loop, args=(ready,), name="jury-engine", daemon=True
@@ -225,6 +228,7 @@ class Engine:
             name: self.redis.register_script(limits.lua(name))
             for name in ("setup", "charge", "release")
         }
+        self.breakers = breakers.async_board(self.redis, self.limiter.prefix)
         ready.set()
         self.loop.run_forever()
 
@@ -320,63 +324,67 @@ class Engine:
             return Outcome(
                 call_id=job.call_id, status=JudgeCall.Status.PROVIDER_ERROR, error=str(exc)
             )
-        rng = random.Random()
-        attempts = 0
-        log_: list[AttemptRecord] = []
-        last_error = ""
-        last_status = JudgeCall.Status.PROVIDER_ERROR
-        while attempts < job.max_attempts:
-            if state.cancelled:
-                return Outcome(
-                    call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
-                )
-            slots = await self._take_slots(job, state, retry=attempts > 0)
+        call = CallAttempts(
+            call_id=job.call_id,
+            max_attempts=job.max_attempts,
+            budget_seconds=job.judge.retry_budget_seconds,
+            endpoint=breakers.endpoint_key(job.judge),
+            holder=self.limiter.claimant(f"call{job.call_id}"),
+        )
+        while True:
+            stopped = await self._wait_for_provider(call, job, state)
+            if stopped is not None:
+                return stopped
+            slots = await self._take_slots(job, state, retry=call.attempts > 0)
             if slots is None:
-                return Outcome(
-                    call_id=job.call_id, status=None, attempts=attempts, attempt_log=log_
-                )
-            attempts += 1
+                await self.breakers.release(call.endpoint, holder=call.holder)
+                return call.left_pending()
+            call.attempts += 1
             clock = AttemptClock()
             try:
                 reply = await provider.complete(job.request)
-            except providers.ProviderError as exc:
+            except Exception as exc:  # a client's bug too: it must not leave the call pending
                 await self._release(slots)
-                last_error = f"attempt {attempts}: {exc}"
-                log_.append(clock.failed(exc, str(exc)))
-                last_status = (
-                    JudgeCall.Status.TIMEOUT
-                    if isinstance(exc, providers.ProviderTimeout)
-                    else JudgeCall.Status.PROVIDER_ERROR
+                after = await self.breakers.record(
+                    call.endpoint,
+                    holder=call.holder,
+                    signal=breakers.signal_of(exc),
+                    error=str(exc),
                 )
-                if not exc.retryable or attempts >= job.max_attempts:
-                    break
-                await asyncio.sleep(backoff_seconds(attempts, exc.retry_after_seconds, rng))
+                delay = call.failed(exc, clock, after)
+                if delay is None:
+                    return call.ended()
+                await asyncio.sleep(delay)
                 continue
-            except Exception as exc:  # a bug in a client must not leave the call pending
-                await self._release(slots)
-                detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
-                reason = f"unexpected {type(exc).__name__}: {detail}"
-                last_error = f"attempt {attempts}: {reason}"
-                log_.append(clock.failed(exc, reason))
-                last_status = JudgeCall.Status.PROVIDER_ERROR
-                break
-            log_.append(clock.replied(reply))
+            call.log.append(clock.replied(reply))
             await self._release(slots)
-            return Outcome(
-                call_id=job.call_id,
-                status=JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK,
-                reply=reply,
-                attempts=attempts,
-                latency_ms=log_[-1].latency_ms,
-                attempt_log=log_,
+            await self.breakers.record(
+                call.endpoint, holder=call.holder, signal=breakers.Signal.UP, error=""
             )
-        return Outcome(
-            call_id=job.call_id,
-            status=last_status,
-            error=last_error,
-            attempts=attempts,
-            attempt_log=log_,
+            return call.answered(reply)
+
+    async def _wait_for_provider(
+        self, call: CallAttempts, job: Job, state: ChunkState
+    ) -> Outcome | None:
+        """Wait while the call's provider is paused (None: send now), or how the call ends
+        here: pending (the run was cancelled), or failed once the outage has lasted longer
+        than the judge's retry budget."""
+        if state.cancelled:
+            return call.left_pending()
+        turn, breaker = await self.breakers.wait_turn(
+            call.endpoint,
+            holder=call.holder,
+            lease_seconds=job.request.timeout_seconds + breakers.PROBE_MARGIN_SECONDS,
+            budget_seconds=call.budget_seconds,
+            cancelled=lambda: state.cancelled,
         )
+        if turn is None:
+            return call.left_pending()
+        if turn is breakers.Turn.GIVE_UP:
+            tz = timezone.get_current_timezone()
+            call.gave_up(breakers.unreachable_reason(breaker, now=time.time(), tz=tz), breaker)
+            return call.ended()
+        return None
 
 
 _engine_instance: Engine | None = None

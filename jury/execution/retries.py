@@ -24,3 +24,23 @@ def backoff_seconds(attempt: int, retry_after: float | None, rng: random.Random)
     ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * (2 ** (attempt - 1)))
     delay = rng.uniform(0, ceiling)
     return max(delay, retry_after) if retry_after is not None else delay
+
+
+def retry_delay(
+    *,
+    spent_attempts: int,
+    max_attempts: int,
+    retry_after: float | None,
+    elapsed_seconds: float,
+    budget_seconds: float,
+    rng: random.Random,
+) -> float | None:
+    """The backoff before trying a failed call again, or None when it ends now: its attempts
+    are spent (failures while its provider was down do not count, jury.breakers), or the next
+    try would start after its retry budget (seconds since the call began)."""
+    if spent_attempts >= max_attempts:
+        return None
+    delay = backoff_seconds(max(spent_attempts, 1), retry_after, rng)
+    if elapsed_seconds + delay > budget_seconds:
+        return None
+    return delay

@@ -4,18 +4,22 @@ database limiter (SQLite, the embedded broker)."""
 from __future__ import annotations
 
 import logging
+import os
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable
 
-from jury import limits
+from django.utils import timezone
+
+from jury import breakers, limits
 from jury.execution import storage
-from jury.execution.attempts import AttemptClock, AttemptRecord
+from jury.execution.attempts import AttemptClock
+from jury.execution.call_attempts import CallAttempts
 from jury.execution.clients import client_key, judge_refusal
 from jury.execution.retries import (
     DEFAULT_MAX_ATTEMPTS,
-    backoff_seconds,
     max_wait_for_slot_seconds,
 )
 from jury.models import Judge, JudgeCall, JuryRun
@@ -96,9 +100,10 @@ def _current_status(call_id: int) -> str | None:
 
 
 class _Attempts:
-    """The attempts at one call: each waits for a slot of the judge's limits, sends the
-    request through the judge's SDK client and gives the slot back; a retryable failure is
-    tried again after a backoff, up to the judge's max_attempts."""
+    """The attempts at one call: each waits while the judge's provider is paused (its
+    breaker, jury.breakers), waits for a slot of the judge's limits, sends the request
+    through the judge's SDK client and gives the slot back; a retryable failure is tried
+    again after a backoff, within the judge's max_attempts and retry budget."""
 
     def __init__(
         self, call: JudgeCall, *, sleep: Callable[[float], None], rng: random.Random
@@ -109,20 +114,29 @@ class _Attempts:
         self.rng = rng
         self.criteria = storage.study_criteria(call.run.study_id)
         self.request = storage.build_request(call, call.judge, self.criteria[0])
-        self.max_attempts = int(call.judge.params.get("max_attempts", DEFAULT_MAX_ATTEMPTS))
-        self.attempts = 0
-        self.attempt_log: list[AttemptRecord] = []
+        self.board = breakers.board()
+        self.endpoint = breakers.endpoint_key(call.judge)
+        self.tries = CallAttempts(
+            call_id=call.pk,
+            max_attempts=int(call.judge.params.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
+            budget_seconds=call.judge.retry_budget_seconds,
+            endpoint=self.endpoint,
+            holder=f"{socket.gethostname()}:{os.getpid()}#call{call.pk}",
+            rng=rng,
+        )
         self.waited = 0.0  # seconds spent waiting for a slot, over all attempts
-        self.last_error = ""
-        self.last_status: str = JudgeCall.Status.PROVIDER_ERROR
 
     def run(self) -> str:
         """Attempt until the call ends; returns its status."""
-        while self.attempts < self.max_attempts:
+        while True:
+            ended = self.wait_for_provider()
+            if ended is not None:
+                return ended
             ended = self.wait_for_slot()
             if ended is not None:
+                self.board.release(self.endpoint, holder=self.tries.holder)
                 return self.left(ended)
-            self.attempts += 1
+            self.tries.attempts += 1
             clock = AttemptClock()
             try:
                 reply = sync_client(self.judge).complete(self.request)
@@ -133,17 +147,37 @@ class _Attempts:
                     break
                 self.sleep(retry_in)
                 continue
-            self.attempt_log.append(clock.replied(reply))
-            return self.store_reply(reply, latency_ms=self.attempt_log[-1].latency_ms)
-        failure = storage.Outcome(
-            call_id=self.call.pk,
-            status=self.last_status,
-            error=self.last_error,
-            attempts=self.attempts,
-            latency_ms=None,
-            attempt_log=self.attempt_log,
+            self.tries.log.append(clock.replied(reply))
+            self.board.record(
+                self.endpoint, holder=self.tries.holder, signal=breakers.Signal.UP, error=""
+            )
+            return self.store_reply(self.tries.answered(reply))
+        return self.finish(self.save(self.tries.ended()))
+
+    def wait_for_provider(self) -> str | None:
+        """Wait while the judge's provider is paused (None: send now), or the status the call
+        ends its wait in: pending (run cancelled), or a provider error once the outage has
+        lasted longer than the judge's retry budget."""
+        turn, state = self.board.wait_turn(
+            self.endpoint,
+            holder=self.tries.holder,
+            lease_seconds=self.request.timeout_seconds + breakers.PROBE_MARGIN_SECONDS,
+            budget_seconds=self.judge.retry_budget_seconds,
+            sleep=self.sleep,
+            cancelled=self.cancelled,
         )
-        return self.finish(self.save(failure))
+        if turn is None:
+            return self.left(JudgeCall.Status.PENDING)
+        if turn is breakers.Turn.GIVE_UP:
+            reason = breakers.unreachable_reason(
+                state, now=time.time(), tz=timezone.get_current_timezone()
+            )
+            self.tries.gave_up(reason, state)
+            return self.finish(self.save(self.tries.ended()))
+        return None
+
+    def cancelled(self) -> bool:
+        return JuryRun.objects.filter(pk=self.call.run_id, cancel_requested=True).exists()
 
     def wait_for_slot(self) -> str | None:
         """Take a slot (None), or the status the call ends its wait in: another worker
@@ -179,49 +213,21 @@ class _Attempts:
     def left(self, status: str) -> str:
         """The call's wait ended without a slot (`status`: left pending, or ended by another
         worker): the attempts made before still join its history."""
-        if self.attempt_log:
-            self.save(
-                storage.Outcome(
-                    call_id=self.call.pk,
-                    status=None,
-                    attempts=self.attempts,
-                    attempt_log=self.attempt_log,
-                )
-            )
+        if self.tries.log:
+            self.save(self.tries.left_pending())
         return status
 
     def failed(self, exc: Exception, clock: AttemptClock) -> float | None:
         """Note a failed attempt; returns the backoff before the next one, or None when no
         other attempt is to be made."""
-        if not isinstance(exc, providers.ProviderError):
-            # A bug in a client must not leave the call pending forever.
-            detail = providers.redact(str(exc), None)  # no key-shaped text, cut short
-            reason = f"unexpected {type(exc).__name__}: {detail}"
-            self.attempt_log.append(clock.failed(exc, reason))
-            self.last_error = f"attempt {self.attempts}: {reason}"
-            self.last_status = JudgeCall.Status.PROVIDER_ERROR
-            return None
-        self.attempt_log.append(clock.failed(exc, str(exc)))
-        self.last_error = f"attempt {self.attempts}: {exc}"
-        self.last_status = (
-            JudgeCall.Status.TIMEOUT
-            if isinstance(exc, providers.ProviderTimeout)
-            else JudgeCall.Status.PROVIDER_ERROR
+        signal = breakers.signal_of(exc)
+        after = self.board.record(
+            self.endpoint, holder=self.tries.holder, signal=signal, error=str(exc)
         )
-        if not exc.retryable or self.attempts >= self.max_attempts:
-            return None
-        return backoff_seconds(self.attempts, exc.retry_after_seconds, self.rng)
+        return self.tries.failed(exc, clock, after)
 
-    def store_reply(self, reply: providers.JudgeReply, *, latency_ms: int) -> str:
+    def store_reply(self, outcome: storage.Outcome) -> str:
         """Store what the judge said, then give the slot back (the claim covers the save)."""
-        outcome = storage.Outcome(
-            call_id=self.call.pk,
-            status=JudgeCall.Status.REFUSED if reply.refused else JudgeCall.Status.OK,
-            reply=reply,
-            attempts=self.attempts,
-            latency_ms=latency_ms,
-            attempt_log=self.attempt_log,
-        )
         try:
             saved = self.save(outcome)
         finally:

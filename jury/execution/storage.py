@@ -24,6 +24,7 @@ from jury.execution.bulk import unnest as _unnest
 from jury.execution.history import AttemptHistory, lock_calls
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun
 from jury.providers import base as providers
+from jury.timing import max_tokens_of
 from jury.verdicts import parse_verdict
 
 
@@ -66,11 +67,6 @@ def study_criteria(study_id: int) -> tuple[tuple[providers.CriterionSpec, ...], 
     return specs, {c.key: c.pk for c in rows}
 
 
-def judge_max_tokens(judge: Judge) -> int:
-    """The most tokens a judge's reply may have (its params' max_tokens)."""
-    return int(judge.params.get("max_tokens", 1024))
-
-
 def build_request(
     call: JudgeCall, judge: Judge, criteria: tuple[providers.CriterionSpec, ...]
 ) -> providers.JudgeRequest:
@@ -79,8 +75,8 @@ def build_request(
         prompt=call.prompt_text,
         criteria=criteria,
         temperature=float(judge.params.get("temperature", 0.0)),
-        max_tokens=judge_max_tokens(judge),
-        timeout_seconds=judge.timeout_seconds,
+        max_tokens=max_tokens_of(judge.params),
+        timeout_seconds=judge.request_timeout_seconds,
     )
 
 
@@ -185,7 +181,7 @@ def unparsed_verdict(judge: Judge, reply: providers.JudgeReply, reason: str) -> 
         return JudgeCall.Status.INVALID, reason
     return JudgeCall.Status.TRUNCATED, (
         f"truncated: the reply stopped at judge {judge.name!r}'s max_tokens "
-        f"({judge_max_tokens(judge)}; finish_reason {reply.finish_reason!r}) before the "
+        f"({max_tokens_of(judge.params)}; finish_reason {reply.finish_reason!r}) before the "
         "verdict was complete. Raise max_tokens in the judge's params (or ask for shorter "
         "explanations), then resume the run: a truncated call is sent again once the "
         "judge's request has changed."

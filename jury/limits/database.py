@@ -52,7 +52,7 @@ class DatabaseLimiter:
                 wait = _charge(limiter, judge.requests_per_minute, now)
                 if wait:
                     return Acquired(ok=False, wait_seconds=wait)
-            expires = now + timedelta(seconds=judge.timeout_seconds + LEASE_MARGIN_SECONDS)
+            expires = now + timedelta(seconds=judge.request_timeout_seconds + LEASE_MARGIN_SECONDS)
             try:
                 with transaction.atomic():
                     JudgeLease.objects.create(

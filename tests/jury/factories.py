@@ -68,6 +68,7 @@ def judge_admin_form(**overrides: str) -> dict[str, str]:
         "max_concurrency": "4",
         "requests_per_minute": "",
         "timeout_seconds": "120",
+        "retry_budget_seconds": "900",
         "is_active": "on",
     }
     data.update(overrides)

@@ -142,8 +142,25 @@ class Command(BaseCommand):
         elif status != self._last_line:
             self.stdout.write(f"{status}{eta}")
         self._last_line = status
+        self._show_outages(run)
         self.stdout.flush()
         return p, waiting
+
+    _last_outages: tuple = ()
+
+    def _show_outages(self, run: JuryRun) -> None:
+        """A line when a provider of the run becomes unreachable, and when it is back."""
+        outages = selectors.provider_outages(run=run)
+        key = tuple((o.judges, o.since) for o in outages)
+        if key == self._last_outages:
+            return
+        lead = "\n" if self.stdout.isatty() else ""
+        for outage in outages:
+            self.stdout.write(f"{lead}  {', '.join(outage.judges)}: {outage.reason}")
+        back = {judges for judges, _ in self._last_outages} - {o.judges for o in outages}
+        for judges in sorted(back):
+            self.stdout.write(f"{lead}  {', '.join(judges)}: provider reachable again")
+        self._last_outages = key
 
     def _watch(self, run: JuryRun) -> None:
         stall_limit = sweep_settings().ends_a_stall_within_seconds

@@ -71,16 +71,16 @@ def test_every_status_path(study, fake_provider, script, status, attempts):
 
 
 def test_the_wait_a_provider_asks_for_is_honoured(study, fake_provider, monkeypatch):
-    from jury.execution import engine
+    from jury.execution import retries
 
     asked: list[float | None] = []
-    original = engine.backoff_seconds
+    original = retries.backoff_seconds
 
     def recording(attempt, retry_after, rng):
         asked.append(retry_after)
         return original(attempt, retry_after, rng)
 
-    monkeypatch.setattr(engine, "backoff_seconds", recording)
+    monkeypatch.setattr(retries, "backoff_seconds", recording)
     judge = make_judge(fake_provider)
     run = one_item_run(study, judge)
     fake_provider.retry_after_seconds = 0.3

@@ -25,6 +25,9 @@ request fields the server takes, as OpenAI, llama-cpp-python's server, Ollama, T
 only or a prompt-only server would; `follows_prompt=False` makes a reply no constraint held
 prose instead of the verdict. `served_models=[...]` answers GET /v1/models with those ids.
 
+Lifecycle: `stop()` then `start()` plays an outage (connections refused meanwhile; the
+server comes back on the same port).
+
 Counters: `total_requests`, `per_prompt_hash` (sha256 of the user prompt), `per_model`,
 `in_flight` / `max_in_flight`, and `log`: (monotonic time, model, outcome) per request.
 

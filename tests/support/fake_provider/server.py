@@ -153,6 +153,9 @@ class FakeProvider:
         return self.url
 
     def start(self) -> FakeProvider:
+        """Serve on a free port, or, started again after `stop()`, on the same one (a provider
+        coming back after an outage)."""
+        port = self._address[1] if self._address is not None else 0
         loop = asyncio.new_event_loop()
         ready = threading.Event()
         failed: list[BaseException] = []
@@ -164,7 +167,7 @@ class FakeProvider:
                     loop.create_server(
                         lambda: Connection(self),
                         "127.0.0.1",
-                        0,
+                        port,
                         backlog=512,  # benchmarks open dozens of connections at once
                         reuse_address=True,
                     )
@@ -192,7 +195,8 @@ class FakeProvider:
 
     def stop(self) -> None:
         """Stop serving: requests still sleeping (latency, "timeout") end with the connection
-        closed, as when a provider goes away, and are no longer counted in flight."""
+        closed, as when a provider goes away, and are no longer counted in flight; new
+        connections are refused until `start()`."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None or not thread.is_alive():
             return

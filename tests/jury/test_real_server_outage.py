@@ -1,0 +1,111 @@
+"""The real server killed and restarted in the middle of a run: llama-cpp-python's own
+OpenAI-compatible server (the packaged SmolLM2), a real Celery worker on Redis. The calls
+pause while it is away (the page says "provider unreachable since ..."), and every call is
+answered once it is back on the same port: none ends as a provider error or a timeout."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+
+import pytest
+
+from jury import selectors, services
+from jury.models import Judge, JuryRun
+from tests.factories import make_study_with_members
+from tests.jury.factories import call_ids
+from tests.support.celery_worker import running_worker, wait_for
+from tests.support.llama_server import MODEL_ALIAS, LlamaServer
+from tests.support.services import require_service
+
+pytestmark = [
+    pytest.mark.local_model,
+    pytest.mark.slow,
+    pytest.mark.redis,
+    pytest.mark.celery_worker,
+    pytest.mark.skip(
+        reason="needs the judge's structured-output mode (issue 15, helper 'servers'): "
+        "llama_cpp.server answers the default response_format json_schema with HTTP 500"
+    ),
+]
+
+# This module's own Redis database (broker, limits and breakers), flushed by the test.
+BROKER = "redis://127.0.0.1:6379/10"
+
+
+@pytest.fixture
+def worker_redis(settings, monkeypatch) -> str:
+    require_service("Redis", "127.0.0.1", 6379)
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama_cpp is not installed")
+    import redis
+
+    redis.Redis.from_url(BROKER).flushdb()
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
+    monkeypatch.delenv("CELERY_RESULT_BACKEND", raising=False)
+    settings.JURY_LIMITER = "redis"
+    settings.JURY_LIMITER_REDIS_URL = BROKER
+    settings.JURY_LIMITER_PREFIX = ""  # the default, as the worker has it
+    return BROKER
+
+
+def send_chunk(ids: list[int]) -> None:
+    from celery import Celery
+
+    client = Celery("test-client", broker=BROKER)
+    client.send_task("jury.execute_judge_calls", args=[ids])
+    client.close()
+
+
+@pytest.mark.timeout(900)  # six answers of about 20 s each on one thread, and a restart
+@pytest.mark.django_db(transaction=True)
+def test_a_kill_and_restart_of_the_real_server_mid_run_ends_with_every_call_answered(
+    tmp_path, worker_redis
+):
+    server = LlamaServer(tmp_path / "llama.log")
+    server.start()
+    try:
+        study = make_study_with_members(n_items=6, n_clinicians=2, k=2).study
+        judge = Judge.objects.create(
+            name="smollm2-server",
+            provider="openai",
+            model_id=MODEL_ALIAS,
+            endpoint=server.base_url,
+            api_key_env="MEDHELM_JUDGE_KEY_LLAMA",
+            params={"temperature": 0, "max_tokens": 256},
+            max_concurrency=1,
+        )
+        run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
+        env = {
+            "MEDHELM_JUDGE_KEY_LLAMA": "not-checked-by-the-server",
+            "JURY_LIMITER": "redis",
+            "JURY_LIMITER_REDIS_URL": BROKER,
+            "JURY_BREAKER_THRESHOLD": "2",
+            "JURY_BREAKER_PROBE_SECONDS": "1",
+        }
+        with running_worker(
+            broker_url=BROKER,
+            result_backend=BROKER,
+            log_path=tmp_path / "worker.log",
+            concurrency=1,
+            extra_env=env,
+        ):
+            send_chunk(call_ids(run))
+            wait_for(lambda: run.calls.filter(status="ok").count() >= 2, 300, "two answers")
+            server.kill()  # SIGKILL: the request in flight is reset, then refused
+            wait_for(lambda: selectors.provider_outages(run=run), 60, "the outage noticed")
+            assert not run.calls.filter(status__in=["provider_error", "timeout"]).exists()
+            server.start()  # same port; waits until /v1/models answers
+            wait_for(
+                lambda: JuryRun.objects.get(pk=run.pk).status == "finished",
+                600,
+                "the run to finish",
+            )
+        assert server.starts == 2
+        statuses = Counter(run.calls.values_list("status", flat=True))
+        # None lost to the outage. A 135M judge may still score off the scale (seen: a 6 on
+        # 1-5 under llama.cpp's json_object schema), which is stored as invalid_verdict.
+        assert set(statuses) <= {"ok", "invalid_verdict"} and statuses["ok"] >= 2, statuses
+        assert not selectors.provider_outages(run=run)
+    finally:
+        server.stop()
