@@ -7,6 +7,7 @@ cost; a call no longer pending (another worker finished it first) keeps what it 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,11 +18,14 @@ from django.db import connection, transaction
 from django.db.models import Exists, Field, OuterRef
 from django.utils import timezone
 
-from annotation.models import RubricCriterion
+from annotation.models import Item, RubricCriterion
 from jury.execution.attempts import AttemptRecord
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun
 from jury.providers import base as providers
+from jury.verdict_flags import ScoredCriterion, verdict_flags
 from jury.verdicts import parse_verdict
+
+logger = logging.getLogger(__name__)
 
 
 def call_cost(judge: Judge, input_tokens: int | None, output_tokens: int | None) -> Decimal | None:
@@ -331,7 +335,59 @@ def save_outcomes(
         if rows:
             _update_calls(rows)
             _insert_scores(scores)
+            _store_flags(rows, scores, criteria)
     return {call.pk: call.status for call in rows}
+
+
+def _store_flags(
+    calls: Sequence[JudgeCall],
+    scores: Sequence[tuple],
+    criteria: dict[int, tuple[tuple, dict[str, int]]],
+) -> None:
+    """Flag the stored verdicts the evaluated response may have steered (jury.verdict_flags),
+    logging each flag; writes only the calls whose flags changed (usually none). One query
+    for the judged items' texts."""
+    column = {name: i for i, name in enumerate(_SCORE_COLUMNS)}
+    by_call: dict[int, list[tuple]] = {}
+    for row in scores:
+        by_call.setdefault(row[column["call"]], []).append(row)
+    judged = [c for c in calls if c.status == JudgeCall.Status.OK and c.pk in by_call]
+    texts = {}
+    if judged:
+        items = Item.objects.filter(pk__in={c.item_id for c in judged})
+        texts = {
+            pk: (output, (question, reference))
+            for pk, output, question, reference in items.values_list(
+                "pk", "output_text", "input_text", "reference_text"
+            )
+        }
+    changed = []
+    for call in calls:
+        flags: list[dict[str, str]] = []
+        if call.pk in by_call and call.item_id in texts and call.status == JudgeCall.Status.OK:
+            specs, ids = criteria[call.run.study_id]
+            spec_of = {ids[spec.key]: spec for spec in specs if spec.key in ids}
+            verdict = [
+                ScoredCriterion(
+                    key=spec.key,
+                    value=row[column["value"]] if row[column["is_valid"]] else None,
+                    explanation=row[column["explanation"]] or "",
+                    scale_min=spec.scale_min,
+                    scale_max=spec.scale_max,
+                )
+                for row in by_call[call.pk]
+                if (spec := spec_of[row[column["criterion"]]])
+            ]
+            response, context = texts[call.item_id]
+            found = verdict_flags(response=response, scores=verdict, context=context)
+            flags = [f.as_json() for f in found]
+        if flags != (call.flags or []):
+            call.flags = flags
+            changed.append(call)
+        for flag in flags:
+            logger.warning("judge call %s flagged %s: %s", call.pk, flag["code"], flag["message"])
+    if changed:
+        JudgeCall.objects.bulk_update(changed, ["flags"])
 
 
 def cache_sources(calls: Sequence[JudgeCall]) -> dict[tuple[int, str], CachedSource]:
