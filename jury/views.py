@@ -73,6 +73,7 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
             "run": run,
             "progress": selectors.run_progress(run=run),
             "health": selectors.judge_health(run=run),
+            "flags": selectors.run_flags(run=run),
             "is_coordinator": Role.COORDINATOR in roles,
         },
     )
