@@ -181,6 +181,9 @@ def coverage_lines(cov: Mapping[str, Any]) -> list[str]:
     cannot_assess = json.dumps(cov.get("cannot_assess", {}), sort_keys=True)
     lines += _wrap(f"  cannot assess: {cannot_assess}", 6)
     lines += _wrap(f"  invalid judge scores: {json.dumps(cov.get('invalid_judge_scores', {}))}", 6)
+    flagged = json.dumps(cov.get("flagged_verdicts", {}), sort_keys=True)
+    state = "excluded" if cov.get("flagged_verdicts_excluded") else "included"
+    lines += _wrap(f"  flagged judge verdicts ({state}), items per judge: {flagged}", 6)
     lines += _records(
         "  Raters with too few items",
         cov.get("raters_few_items", []),
