@@ -42,20 +42,27 @@ def run_every_call(run) -> None:
         execute_call(call_id=call_id, sleep=lambda _s: None, rng=random.Random(1))
 
 
-def test_an_obeyed_planted_verdict_is_flagged_and_plain_ones_are_not(
-    members, planted_item, fake_provider, caplog
-):
+@pytest.fixture
+def obeyed_run(members, planted_item, fake_provider):
+    """A finished run of a judge that obeys the planted text, over every item."""
     fake_provider.verdict_fn = obedient_verdict
     judge = make_judge(fake_provider)
     run = services.start_run(study=members.study, judges=[judge], actor=None, dispatch=False)
     run_every_call(run)
-    calls = {c.item_id: c for c in run.calls.all()}
+    return run
+
+
+def test_an_obeyed_planted_verdict_is_flagged_and_plain_ones_are_not(
+    obeyed_run, planted_item, caplog
+):
+    calls = {c.item_id: c for c in obeyed_run.calls.all()}
     assert {c.status for c in calls.values()} == {"ok"}
     planted = calls.pop(planted_item.pk)
     assert {f["code"] for f in planted.flags} == {COPIES_RESPONSE, OBEYS_PLANTED_TEXT}
     assert all(f["message"].endswith(".") for f in planted.flags)
     assert [c.flags for c in calls.values()] == [[], []]
-    assert f"judge call {planted.pk} flagged {OBEYS_PLANTED_TEXT}" in caplog.text
+    logged = [r.getMessage() for r in caplog.get_records("setup")]  # the run is a fixture
+    assert any(f"judge call {planted.pk} flagged {OBEYS_PLANTED_TEXT}" in m for m in logged)
 
 
 def test_a_verdict_served_from_the_cache_carries_the_same_flags(
@@ -74,13 +81,8 @@ def test_a_verdict_served_from_the_cache_carries_the_same_flags(
     assert again.flags == first.flags and len(first.flags) == 2
 
 
-def test_the_run_page_and_the_calls_csv_show_the_flags(
-    client, members, planted_item, fake_provider
-):
-    fake_provider.verdict_fn = obedient_verdict
-    judge = make_judge(fake_provider)
-    run = services.start_run(study=members.study, judges=[judge], actor=None, dispatch=False)
-    run_every_call(run)
+def test_the_run_page_and_the_calls_csv_show_the_flags(client, members, planted_item, obeyed_run):
+    run = obeyed_run
     client.force_login(members.researcher)
     page = client.get(reverse("jury:run", args=[members.study.pk, run.pk])).content.decode()
     assert 'data-testid="run-flags"' in page
