@@ -12,6 +12,7 @@ from django.urls import reverse
 from agreement import selectors, services
 from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
+from agreement.plots import text_pages
 from jury.models import JudgeCall, JudgeScore
 from tests.agreement.factories import build_study
 
@@ -105,14 +106,38 @@ def test_a_report_states_the_default_and_the_exclusion(flagged, client):
     assert "excluded: judge scores from flagged verdicts" in page.content.decode()
 
 
-def test_a_report_from_before_flags_says_every_verdict_was_in(flagged):
+def test_the_pdf_text_states_the_flagged_verdicts(flagged):
+    snapshot = services.create_snapshot(
+        study=flagged.study, actor=None, parameters={**PARAMS, "exclude_flagged": True}
+    )
+    header, lines = text_pages.report_lines(
+        header=services.snapshot_header(snapshot),
+        results=snapshot.results,
+        method=services.stated_method(snapshot),
+    )
+    assert any("exclude_flagged=True" in line for line in header)
+    assert any(line.strip().startswith("flagged_verdicts: excluded") for line in header)
+    assert (
+        '  flagged judge verdicts (excluded), items per judge: {"claude-judge": 1, '
+        '"gpt-judge": 1}' in lines
+    )
+
+
+def test_a_report_from_before_flags_says_every_verdict_was_in(flagged, client):
     snapshot = services.create_snapshot(study=flagged.study, actor=None, parameters=PARAMS)
     del snapshot.method["flagged_verdicts"]
     del snapshot.parameters["exclude_flagged"]
+    del snapshot.results["coverage"]["flagged_verdicts"]
+    snapshot.save()
     assert services.stated_method(snapshot)["flagged_verdicts"] == (
         "included: this report was computed before judge verdicts were flagged"
     )
     assert csv_column(snapshot, "flagged_verdicts") == {"included"}
+    client.force_login(flagged.members.researcher)
+    page = client.get(reverse("agreement:report", args=[flagged.study.pk, snapshot.pk]))
+    text = page.content.decode()
+    assert "Flagged judge verdicts: not checked" in text
+    assert "this report was computed before judge verdicts were flagged" in text
 
 
 def test_the_form_api_and_parameters_take_the_option(flagged, client, api_as):
