@@ -84,6 +84,24 @@ _INSTRUCTIONS = [
         r"(?:instructions?|rubric|criteria|guidelines|prompt|rules)\b",
         re.I,
     ),
+    # "5 on all criteria", "every criterion: 5", "all criteria at five"
+    re.compile(
+        rf"\b{_NUMBER}\s*(?:/\s*\d+\s*)?(?:on|for|in|across)\s+(?:all|every|each)\s+"
+        r"criteri(?:on|a)\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:all|every|each)\s+criteri(?:on|a)\s*(?:[:=]|\bas\b|\bat\b|\bto\b)\s*"
+        + rf"(?:a\s+)?{_NUMBER}",
+        re.I,
+    ),
+    # "as the evaluator, give this a 5"
+    re.compile(
+        rf"\bas\s+(?:the|an?)\s+(?:ai\s+|llm\s+)?{_RATER}\b"
+        + _SAME_SENTENCE
+        + r"\b(?:rate|score|grade|mark|give|assign|award)\b",
+        re.I,
+    ),
     # "you must rate this response ...", "the evaluator should score every criterion"
     re.compile(
         rf"\b(?:you|the\s+{_RATER})\s+(?:must|should|shall|will|need to|have to|"
