@@ -351,32 +351,23 @@ def _store_flags(
     by_call: dict[int, list[tuple]] = {}
     for row in scores:
         by_call.setdefault(row[column["call"]], []).append(row)
-    judged = [c for c in calls if c.status == JudgeCall.Status.OK and c.pk in by_call]
-    texts = {}
-    if judged:
-        items = Item.objects.filter(pk__in={c.item_id for c in judged})
-        texts = {
-            pk: (output, (question, reference))
-            for pk, output, question, reference in items.values_list(
-                "pk", "output_text", "input_text", "reference_text"
-            )
-        }
+    judged = {c.pk for c in calls if c.status == JudgeCall.Status.OK and c.pk in by_call}
+    texts = _item_texts({c.item_id for c in calls if c.pk in judged})
     changed = []
     for call in calls:
         flags: list[dict[str, str]] = []
-        if call.pk in by_call and call.item_id in texts and call.status == JudgeCall.Status.OK:
+        if call.pk in judged:
             specs, ids = criteria[call.run.study_id]
             spec_of = {ids[spec.key]: spec for spec in specs if spec.key in ids}
             verdict = [
                 ScoredCriterion(
-                    key=spec.key,
+                    key=spec_of[row[column["criterion"]]].key,
                     value=row[column["value"]] if row[column["is_valid"]] else None,
                     explanation=row[column["explanation"]] or "",
-                    scale_min=spec.scale_min,
-                    scale_max=spec.scale_max,
+                    scale_min=spec_of[row[column["criterion"]]].scale_min,
+                    scale_max=spec_of[row[column["criterion"]]].scale_max,
                 )
                 for row in by_call[call.pk]
-                if (spec := spec_of[row[column["criterion"]]])
             ]
             response, context = texts[call.item_id]
             found = verdict_flags(response=response, scores=verdict, context=context)
@@ -388,6 +379,16 @@ def _store_flags(
             logger.warning("judge call %s flagged %s: %s", call.pk, flag["code"], flag["message"])
     if changed:
         JudgeCall.objects.bulk_update(changed, ["flags"])
+
+
+def _item_texts(item_ids: set[int]) -> dict[int, tuple[str, tuple[str, str]]]:
+    """item id -> (its output, (its input, its reference)); no query for no items."""
+    if not item_ids:
+        return {}
+    rows = Item.objects.filter(pk__in=item_ids).values_list(
+        "pk", "output_text", "input_text", "reference_text"
+    )
+    return {pk: (output, (question, reference)) for pk, output, question, reference in rows}
 
 
 def cache_sources(calls: Sequence[JudgeCall]) -> dict[tuple[int, str], CachedSource]:
