@@ -154,16 +154,19 @@ def _ngrams(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
-def longest_copied_run(explanation: str, response: str, *, context: Iterable[str] = ()) -> str:
-    """The longest run of at least MIN_COPIED_WORDS words of `explanation` that occurs in
-    `response` and not in any `context` text, as words joined by spaces ("" when none)."""
+def _shared_ngrams(response: str, context: Iterable[str]) -> set[tuple[str, ...]]:
+    """The response's runs of MIN_COPIED_WORDS words that no `context` text has."""
+    shared = _ngrams(_words(response), MIN_COPIED_WORDS)
+    for text in context:
+        if shared:
+            shared -= _ngrams(_words(text), MIN_COPIED_WORDS)
+    return shared
+
+
+def _longest_run(explanation: str, shared: set[tuple[str, ...]]) -> str:
+    """The longest run of `explanation`'s words made of `shared` n-grams ("" when none)."""
     n = MIN_COPIED_WORDS
     words = _words(explanation)
-    shared = _ngrams(_words(response), n)
-    for text in context:
-        shared -= _ngrams(_words(text), n)
-    if not shared:
-        return ""
     best_start, best_len, start, length = 0, 0, 0, 0
     for i in range(len(words) - n + 1):
         if tuple(words[i : i + n]) in shared:
@@ -231,11 +234,10 @@ def _joint_jump(scores: Sequence[ScoredCriterion], numbers: frozenset[int]) -> s
 def _copy_flag(
     scores: Sequence[ScoredCriterion], response: str, context: Sequence[str]
 ) -> Flag | None:
-    copies = [
-        (s.key, run)
-        for s in scores
-        if (run := longest_copied_run(s.explanation, response, context=context))
-    ]
+    shared = _shared_ngrams(response, context)
+    if not shared:
+        return None
+    copies = [(s.key, run) for s in scores if (run := _longest_run(s.explanation, shared))]
     if not copies:
         return None
     run = max((run for _key, run in copies), key=lambda r: len(r.split()))
