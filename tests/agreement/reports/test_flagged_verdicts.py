@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from agreement import selectors, services
@@ -165,3 +167,12 @@ def test_the_form_api_and_parameters_take_the_option(flagged, client, api_as):
     with pytest.raises(AgreementError) as exc:
         services.normalise_parameters({"exclude_flagged": "yes"})
     assert exc.value.as_dict() == {"exclude_flagged": ["must be true or false"]}
+
+
+def test_the_command_takes_the_option(flagged):
+    out = io.StringIO()
+    args = ["--study", str(flagged.study.pk), "--resamples", "20", "--seed", "1"]
+    call_command("agreement_report", *args, "--exclude-flagged", stdout=out, stderr=io.StringIO())
+    data = json.loads(out.getvalue())
+    assert data["parameters"]["exclude_flagged"] is True
+    assert data["method"]["flagged_verdicts"].startswith("excluded")
