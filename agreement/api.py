@@ -67,6 +67,7 @@ class CreateReportSerializer(serializers.Serializer):
     min_items = serializers.IntegerField(required=False, min_value=2, max_value=1000)
     min_shared_items = serializers.IntegerField(required=False, min_value=2, max_value=1000)
     max_ci_width = serializers.FloatField(required=False)  # range checked by the service
+    exclude_flagged = serializers.BooleanField(required=False)
 
 
 class _FileRenderer(BaseRenderer):

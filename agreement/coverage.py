@@ -1,6 +1,6 @@
 """What the score table leaves out, counted so nothing is dropped silently: items with fewer
 than 2 clinicians, raters with too few items, cannot-assess answers, missing values, invalid
-judge scores and judge calls by status."""
+judge scores, flagged judge verdicts (in or out of the table) and judge calls by status."""
 
 from __future__ import annotations
 
@@ -84,6 +84,8 @@ def coverage_of(
     missing: int,
     invalid: Counter[str],
     min_rater_items: int,
+    flagged: Counter[str] | None = None,
+    exclude_flagged: bool = False,
 ) -> dict[str, Any]:
     """The coverage section of a report, from the score table and what it left out."""
     rated = set(table.loc[table["rater_kind"] == "clinician", "item"].unique())
@@ -99,6 +101,8 @@ def coverage_of(
         "cannot_assess": _cannot_assess(cannot_assess),
         "missing_values": missing,
         "invalid_judge_scores": dict(sorted(invalid.items())),
+        "flagged_verdicts": dict(sorted((flagged or Counter()).items())),
+        "flagged_verdicts_excluded": exclude_flagged,
         "rated_items_without_jury": len(rated - jury_items),
         "judge_calls": _judge_calls(calls),
     }

@@ -157,11 +157,15 @@ class _JudgeScores:
     rows: list[tuple[int, str, str, float]]  # item, criterion, judge name, value
     jury: list[tuple[int, str, float]]  # item, criterion, weighted mean over judges
     invalid: Counter[str]  # judge name -> invalid scores
+    flagged: Counter[str]  # judge name -> items whose verdict is flagged (jury.verdict_flags)
 
 
-def _judge_scores(study: RatingStudy) -> _JudgeScores:
+def _judge_scores(study: RatingStudy, *, exclude_flagged: bool = False) -> _JudgeScores:
     """Each judge's latest valid score (highest id) per item and criterion, and the jury:
-    their weighted mean. Invalid scores are counted, not rows. One query."""
+    their weighted mean. Invalid scores are counted, not rows. A score from a flagged verdict
+    (its call's flags, or an imported score's own) is counted per judge and item, and with
+    `exclude_flagged` dropped (no older score stands in for it), before the jury is built.
+    One query."""
     scores = (
         JudgeScore.objects.filter(item__study=study)
         .order_by("pk")
@@ -173,24 +177,33 @@ def _judge_scores(study: RatingStudy) -> _JudgeScores:
             "judge__weight",
             "value",
             "is_valid",
+            "call__flags",
+            "flags",
         )
     )
-    latest: dict[tuple[int, str, int], tuple[float, float, str]] = {}
+    latest: dict[tuple[int, str, int], tuple[float, float, str, bool]] = {}
     invalid: Counter[str] = Counter()
-    for item_id, key, judge_id, name, weight, value, valid in scores:
+    for item_id, key, judge_id, name, weight, value, valid, call_flags, flags in scores:
         if valid and value is not None:
-            latest[(item_id, key, judge_id)] = (float(value), float(weight), name)
+            flagged = bool(call_flags or flags)
+            latest[(item_id, key, judge_id)] = (float(value), float(weight), name, flagged)
         else:
             invalid[name] += 1
+    flagged_items: set[tuple[str, int]] = set()
     sums: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     rows = []
-    for (item_id, key, _judge), (value, weight, name) in latest.items():
+    for (item_id, key, _judge), (value, weight, name, flagged) in latest.items():
+        if flagged:
+            flagged_items.add((name, item_id))
+            if exclude_flagged:
+                continue
         rows.append((item_id, key, name, value))
         acc = sums[(item_id, key)]
         acc[0] += weight * value
         acc[1] += weight
     jury = [(i, c, acc[0] / acc[1]) for (i, c), acc in sums.items()]
-    return _JudgeScores(rows=rows, jury=jury, invalid=invalid)
+    flagged_per_judge = Counter(name for name, _item in flagged_items)
+    return _JudgeScores(rows=rows, jury=jury, invalid=invalid, flagged=flagged_per_judge)
 
 
 def _metric_scores(study: RatingStudy) -> list[tuple[int, str, float]]:
@@ -240,11 +253,17 @@ def _long_table(
 
 
 def score_data(
-    *, study: RatingStudy, values: ValueChoice = "latest", min_rater_items: int = 2
+    *,
+    study: RatingStudy,
+    values: ValueChoice = "latest",
+    min_rater_items: int = 2,
+    exclude_flagged: bool = False,
 ) -> ScoreData:
     """The study's long score table with item attributes, criteria, calls and coverage.
 
     ``values="first"`` takes each clinician rating as first submitted, "latest" as it stands.
+    ``exclude_flagged`` drops judge scores from flagged verdicts (jury.verdict_flags) and
+    builds the jury without them; by default they are in, and counted in the coverage.
     Always eight queries.
     """
     if values not in ("latest", "first"):
@@ -252,7 +271,7 @@ def score_data(
     items = _items_frame(study)
     criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
     clinicians = _clinician_scores(study, first=values == "first")
-    judges = _judge_scores(study)
+    judges = _judge_scores(study, exclude_flagged=exclude_flagged)
     table = _long_table(items, clinicians, judges, _metric_scores(study))
     calls = _calls_frame(study, items)
     coverage = coverage_of(
@@ -263,6 +282,8 @@ def score_data(
         missing=clinicians.missing,
         invalid=judges.invalid,
         min_rater_items=min_rater_items,
+        flagged=judges.flagged,
+        exclude_flagged=exclude_flagged,
     )
     return ScoreData(table=table, items=items, criteria=criteria, calls=calls, coverage=coverage)
 

@@ -68,6 +68,15 @@ class ReportForm(forms.Form):
             '"not estimable" with the reason, and stays out of every mean.'
         ),
     )
+    exclude_flagged = forms.BooleanField(
+        label="Leave out flagged judge verdicts",
+        required=False,
+        help_text=(
+            "Verdicts whose explanation repeats the evaluated output, or whose scores follow "
+            "verdict-like text planted in it. Unticked (the default) they are included; the "
+            "coverage counts them either way."
+        ),
+    )
 
 
 def _snapshot_of(study: RatingStudy, report_id: int) -> ReportSnapshot:

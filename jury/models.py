@@ -238,6 +238,12 @@ class JudgeCall(models.Model):
     cached_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reused_by"
     )
+    flags = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Signs the evaluated response steered the verdict (jury.verdict_flags): "
+        '[{"code": ..., "message": ...}].',
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # When the call was last sent to the workers, and how often the sweep sent it again
@@ -372,6 +378,9 @@ class JudgeScore(models.Model):
     value = models.FloatField(null=True, blank=True)
     is_valid = models.BooleanField(default=True)
     explanation = models.TextField(blank=True)
+    # A call's verdict keeps its flags on the call; an imported verdict (no call) on each of
+    # its scores. Null for a call's scores (they are inserted without this column).
+    flags = models.JSONField(null=True, blank=True, help_text="An imported verdict's flags.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -146,6 +146,7 @@ CALL_COLUMNS = (
     "cached_from",
     "prompt_hash",
     "error",
+    "flags",
 )
 
 
@@ -179,6 +180,7 @@ def call_rows(*, run: JuryRun) -> Iterator[tuple]:
             c.cached_from_id,
             c.prompt_hash,
             c.error,
+            ";".join(flag["code"] for flag in c.flags or []),
         )
 
 
@@ -330,3 +332,54 @@ def provider_outages(*, run: JuryRun) -> list[ProviderOutage]:
         )
         for endpoint, state in sorted(found.items())
     ]
+FLAGGED_CALLS_SHOWN = 100
+
+
+@dataclass(frozen=True)
+class FlaggedCall:
+    """A call whose verdict the evaluated response may have steered (jury.verdict_flags)."""
+
+    call_id: int
+    judge: str
+    item_id: int
+    external_id: str
+    flags: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """A run's flagged verdicts: counts per judge (of its ok calls) and the first calls."""
+
+    verdicts: int  # ok calls, each with a verdict
+    flagged: int
+    by_judge: list[tuple[str, int, int]]  # judge, flagged, verdicts
+    calls: list[FlaggedCall]  # at most FLAGGED_CALLS_SHOWN
+
+
+def run_flags(*, run: JuryRun) -> RunFlags:
+    """How many of the run's verdicts are flagged, per judge, and the flagged calls with
+    their reasons (the first FLAGGED_CALLS_SHOWN; the calls CSV has every one)."""
+    ok = run.calls.filter(status=JudgeCall.Status.OK)
+    flagged = ok.exclude(flags=[])
+    by_judge = [
+        (row["judge__name"], row["flagged"], row["verdicts"])
+        for row in ok.values("judge__name")
+        .annotate(verdicts=Count("id"), flagged=Count("id", filter=~Q(flags=[])))
+        .order_by("judge__name")
+    ]
+    calls = [
+        FlaggedCall(
+            call_id=c.pk,
+            judge=c.judge.name,
+            item_id=c.item_id,
+            external_id=c.item.external_id,
+            flags=c.flags,
+        )
+        for c in flagged.select_related("judge", "item").order_by("pk")[:FLAGGED_CALLS_SHOWN]
+    ]
+    return RunFlags(
+        verdicts=sum(v for _j, _f, v in by_judge),
+        flagged=sum(f for _j, f, _v in by_judge),
+        by_judge=by_judge,
+        calls=calls,
+    )

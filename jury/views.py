@@ -76,6 +76,7 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
             "errors": selectors.run_errors(run=run),
             "waiting": selectors.run_waiting(run=run),
             "outages": selectors.provider_outages(run=run),
+            "flags": selectors.run_flags(run=run),
             "is_coordinator": Role.COORDINATOR in roles,
         },
     )

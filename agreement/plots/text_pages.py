@@ -181,6 +181,7 @@ def coverage_lines(cov: Mapping[str, Any]) -> list[str]:
     cannot_assess = json.dumps(cov.get("cannot_assess", {}), sort_keys=True)
     lines += _wrap(f"  cannot assess: {cannot_assess}", 6)
     lines += _wrap(f"  invalid judge scores: {json.dumps(cov.get('invalid_judge_scores', {}))}", 6)
+    lines += flagged_lines(cov)
     lines += _records(
         "  Raters with too few items",
         cov.get("raters_few_items", []),
@@ -189,6 +190,15 @@ def coverage_lines(cov: Mapping[str, Any]) -> list[str]:
     calls = [{**j, "by_status": json.dumps(j["by_status"])} for j in cov.get("judge_calls", [])]
     lines += _records("  Judge calls", calls, ["judge", "total", "failed", "by_status"])
     return lines
+
+
+def flagged_lines(cov: Mapping[str, Any]) -> list[str]:
+    """Flagged judge verdicts per judge, and whether the report left them out."""
+    if "flagged_verdicts" not in cov:
+        return ["  flagged judge verdicts: not checked (computed before verdicts were flagged)"]
+    flagged = json.dumps(cov["flagged_verdicts"], sort_keys=True)
+    state = "excluded" if cov.get("flagged_verdicts_excluded") else "included"
+    return _wrap(f"  flagged judge verdicts ({state}), items per judge: {flagged}", 6)
 
 
 def changes_lines(changes: Mapping[str, Any] | None) -> list[str]:

@@ -40,6 +40,14 @@ METHOD_TEXT = {
     "sensitivity": "the all-items figures are also given without the estimability rule "
     f"({analysis.WITHOUT_RULE})",
 }
+#: What a report says about judge verdicts flagged as possibly steered by the evaluated
+#: response (jury.verdict_flags), by its exclude_flagged parameter.
+FLAGGED_VERDICTS_TEXT = {
+    False: "included (the default): judge scores from flagged verdicts are in the table and "
+    "the jury; the coverage counts them per judge",
+    True: "excluded: judge scores from flagged verdicts are dropped (no older score of the "
+    "judge stands in) and the jury is built without them; the coverage counts them per judge",
+}
 FORM_NAMES = (
     "ICC(3,k) = ICC(C,k) (McGraw & Wong): two-way mixed, consistency, average of k = 2 "
     "'raters' (the machine's z-score and the mean of the clinicians' z-scores)"
@@ -52,6 +60,7 @@ RECORDED_PARAMETERS = (
     "min_shared_items",
     "max_ci_width",
     "values",
+    "exclude_flagged",
 )
 
 
@@ -179,6 +188,7 @@ def _method(
             "pairwise_rule": s.pairwise_rule(),
             "estimability": s.rule.as_record(confidence=s.confidence),
             "jury_aggregate": METHOD_TEXT["jury_aggregate"],
+            "flagged_verdicts": FLAGGED_VERDICTS_TEXT[parameters["exclude_flagged"]],
             "per_criterion_metrics": METHOD_TEXT["per_criterion_metrics"],
             "ci_method": analysis.CI_METHODS[parameters["ci_method"]],
             "ci_method_key": parameters["ci_method"],
@@ -203,7 +213,9 @@ def compute_report(
     *, study: RatingStudy, parameters: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """(results, method, input hash) for normalised ``parameters``; reads the study once."""
-    data = selectors.score_data(study=study, values=parameters["values"])
+    data = selectors.score_data(
+        study=study, values=parameters["values"], exclude_flagged=parameters["exclude_flagged"]
+    )
     input_hash = canonical_hash(data.table)
     results = _results(study, data, parameters)
     return results, _method(data, parameters, input_hash), input_hash

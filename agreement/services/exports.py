@@ -8,7 +8,9 @@ from agreement import analysis, plots
 from agreement.models import ReportSnapshot
 from medhelm_site.common.csv_export import csv_text
 
-CSV_COLUMNS = ["report", *analysis.CELL_COLUMNS]
+CSV_COLUMNS = ["report", *analysis.CELL_COLUMNS, "flagged_verdicts"]
+#: What a report computed before judge verdicts were flagged says about them.
+FLAGGED_NOT_CHECKED = "included: this report was computed before judge verdicts were flagged"
 SENSITIVITY_STATISTICS = {
     "with_rule": "headline figure with the estimability rule",
     "without_rule": f"headline figure without the estimability rule ({analysis.WITHOUT_RULE})",
@@ -17,10 +19,19 @@ SENSITIVITY_STATISTICS = {
 
 def stated_method(snapshot: ReportSnapshot) -> dict[str, Any]:
     """The snapshot's method as stored; a report computed before the estimability rule
-    existed also says the rule was not applied to it (the stored record is not changed)."""
-    if "estimability" in snapshot.method:
-        return snapshot.method
-    return {**snapshot.method, "estimability": analysis.RULE_NOT_APPLIED_RECORD}
+    existed also says the rule was not applied to it, and one computed before verdicts were
+    flagged that every verdict was in (the stored record is not changed)."""
+    method = snapshot.method
+    if "estimability" not in method:
+        method = {**method, "estimability": analysis.RULE_NOT_APPLIED_RECORD}
+    if "flagged_verdicts" not in method:
+        method = {**method, "flagged_verdicts": FLAGGED_NOT_CHECKED}
+    return method
+
+
+def flagged_verdicts(snapshot: ReportSnapshot) -> str:
+    """ "excluded" or "included": what the report did with flagged judge verdicts."""
+    return "excluded" if snapshot.parameters.get("exclude_flagged") else "included"
 
 
 def snapshot_header(snapshot: ReportSnapshot) -> dict[str, Any]:
@@ -54,9 +65,10 @@ def export_json(snapshot: ReportSnapshot) -> dict[str, Any]:
 
 
 def _csv_rows(snapshot: ReportSnapshot) -> list[dict[str, Any]]:
-    rows = [{"report": snapshot.pk, **c} for c in snapshot.results.get("cells", [])]
+    report = {"report": snapshot.pk, "flagged_verdicts": flagged_verdicts(snapshot)}
+    rows = [{**report, **c} for c in snapshot.results.get("cells", [])]
     difference = {
-        "report": snapshot.pk,
+        **report,
         "section": "difference",
         "statistic": analysis.DIFFERENCE_FORM,
         "ci_method": snapshot.method.get("ci_method"),
@@ -65,14 +77,14 @@ def _csv_rows(snapshot: ReportSnapshot) -> list[dict[str, Any]]:
     }
     rows += [{**difference, **d} for d in snapshot.results.get("differences", [])]
     for entry in snapshot.results.get("sensitivity", {}).get("entries", []):
-        rows += _sensitivity_rows(snapshot.pk, entry)
+        rows += _sensitivity_rows(report, entry)
     return rows
 
 
-def _sensitivity_rows(report: int, e: dict[str, Any]) -> list[dict[str, Any]]:
+def _sensitivity_rows(report: dict[str, Any], e: dict[str, Any]) -> list[dict[str, Any]]:
     """One headline figure as two rows of section "sensitivity": with and without the rule."""
     where = {
-        "report": report,
+        **report,
         "section": "sensitivity",
         "row_group": "all",
         "row": analysis.ROW_ALL,
@@ -100,7 +112,8 @@ def _sensitivity_rows(report: int, e: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def export_csv(snapshot: ReportSnapshot) -> str:
-    """The comparison in long format: Table 2 and per-criterion cells, then the differences
+    """The comparison in long format (every row says whether flagged judge verdicts were
+    included): Table 2 and per-criterion cells, then the differences
     (section "difference"), one row per cell, then the headline figures with and without the
     estimability rule (section "sensitivity"). A cell the rule says is not estimable has
     status "not_estimable", the reason and no estimate, interval or band."""

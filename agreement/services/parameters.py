@@ -22,6 +22,8 @@ DEFAULT_PARAMETERS: dict[str, Any] = {
     "min_items": 3,
     "min_shared_items": 2,
     "max_ci_width": DEFAULT_MAX_CI_WIDTH,
+    # Judge scores from flagged verdicts (jury.verdict_flags) are in the table by default.
+    "exclude_flagged": False,
 }
 MAX_RESAMPLES = 100_000
 MAX_SEED = 2**32 - 1
@@ -90,6 +92,8 @@ def normalise_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
         errors["ci_method"] = f"must be one of {sorted(CI_METHODS)}"
     if p["values"] not in ("latest", "first"):
         errors["values"] = "must be 'latest' or 'first'"
+    if not isinstance(p["exclude_flagged"], bool):
+        errors["exclude_flagged"] = "must be true or false"
     p["title"] = str(p.get("title") or "").strip()[:300]
     if errors:
         raise ParameterErrors(errors)

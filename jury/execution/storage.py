@@ -7,6 +7,7 @@ cost; a call no longer pending (another worker finished it first) keeps what it 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -16,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from annotation.models import RubricCriterion
+from annotation.models import Item, RubricCriterion
 from jury.execution import bulk
 from jury.execution.attempts import AttemptRecord
 from jury.execution.bulk import cursor as _cursor
@@ -25,7 +26,10 @@ from jury.execution.history import AttemptHistory, lock_calls
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun
 from jury.providers import base as providers
 from jury.timing import max_tokens_of
+from jury.verdict_flags import ScoredCriterion, verdict_flags
 from jury.verdicts import parse_verdict
+
+logger = logging.getLogger(__name__)
 
 
 def call_cost(judge: Judge, input_tokens: int | None, output_tokens: int | None) -> Decimal | None:
@@ -300,8 +304,61 @@ def save_outcomes(
         if rows:
             _update_calls(rows)
             _insert_scores(scores)
+            _store_flags(rows, scores, criteria)
         history.write()
     return {call.pk: call.status for call in rows}
+
+
+def _store_flags(
+    calls: Sequence[JudgeCall],
+    scores: Sequence[tuple],
+    criteria: dict[int, tuple[tuple, dict[str, int]]],
+) -> None:
+    """Flag the stored verdicts the evaluated response may have steered (jury.verdict_flags),
+    logging each flag; writes only the calls whose flags changed (usually none). One query
+    for the judged items' texts."""
+    column = {name: i for i, name in enumerate(_SCORE_COLUMNS)}
+    by_call: dict[int, list[tuple]] = {}
+    for row in scores:
+        by_call.setdefault(row[column["call"]], []).append(row)
+    judged = {c.pk for c in calls if c.status == JudgeCall.Status.OK and c.pk in by_call}
+    texts = _item_texts({c.item_id for c in calls if c.pk in judged})
+    changed = []
+    for call in calls:
+        flags: list[dict[str, str]] = []
+        if call.pk in judged:
+            specs, ids = criteria[call.run.study_id]
+            spec_of = {ids[spec.key]: spec for spec in specs if spec.key in ids}
+            verdict = [
+                ScoredCriterion(
+                    key=spec_of[row[column["criterion"]]].key,
+                    value=row[column["value"]] if row[column["is_valid"]] else None,
+                    explanation=row[column["explanation"]] or "",
+                    scale_min=spec_of[row[column["criterion"]]].scale_min,
+                    scale_max=spec_of[row[column["criterion"]]].scale_max,
+                )
+                for row in by_call[call.pk]
+            ]
+            response, context = texts[call.item_id]
+            found = verdict_flags(response=response, scores=verdict, context=context)
+            flags = [f.as_json() for f in found]
+        if flags != (call.flags or []):
+            call.flags = flags
+            changed.append(call)
+        for flag in flags:
+            logger.warning("judge call %s flagged %s: %s", call.pk, flag["code"], flag["message"])
+    if changed:
+        JudgeCall.objects.bulk_update(changed, ["flags"])
+
+
+def _item_texts(item_ids: set[int]) -> dict[int, tuple[str, tuple[str, str]]]:
+    """item id -> (its output, (its input, its reference)); no query for no items."""
+    if not item_ids:
+        return {}
+    rows = Item.objects.filter(pk__in=item_ids).values_list(
+        "pk", "output_text", "input_text", "reference_text"
+    )
+    return {pk: (output, (question, reference)) for pk, output, question, reference in rows}
 
 
 def cache_sources(calls: Sequence[JudgeCall]) -> dict[tuple[int, str], CachedSource]:

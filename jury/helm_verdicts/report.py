@@ -31,6 +31,7 @@ class HelmVerdictReport:
     not_judged: int = 0
     conflicts: list[RowError] = field(default_factory=list)
     errors: list[RowError] = field(default_factory=list)
+    flagged: list[RowError] = field(default_factory=list)  # new verdicts, jury.verdict_flags
     saved: bool = False
 
     @property
@@ -55,6 +56,7 @@ class HelmVerdictReport:
             "not_judged": self.not_judged,
             "conflicts": [c.as_dict() for c in self.conflicts],
             "errors": [e.as_dict() for e in self.errors],
+            "flagged": [f.as_dict() for f in self.flagged],
         }
 
 

@@ -14,7 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from annotation import audit
 from annotation.imports import RowError
-from annotation.models import RatingStudy
+from annotation.models import Item, RatingStudy
 from jury.helm_verdicts.report import (
     JUDGE_PREFIX,
     HelmVerdictReport,
@@ -24,6 +24,7 @@ from jury.helm_verdicts.report import (
     shown,
 )
 from jury.models import Judge, JudgeScore
+from jury.verdict_flags import ScoredCriterion, verdict_flags
 
 AUDIT_ACTION = "jury.helm_import"
 MAX_JUDGE_NAME = Judge._meta.get_field("name").max_length
@@ -65,6 +66,7 @@ def save(
         return
     if not _create_judges(new, judges, report):
         return
+    flags = _flags(new, report)
     JudgeScore.objects.bulk_create(
         [
             JudgeScore(
@@ -75,6 +77,7 @@ def save(
                 value=s.value,
                 is_valid=s.is_valid,
                 explanation=s.explanation,
+                flags=flags.get((s.item_id, s.judge_name)) or None,
             )
             for s in new
         ],
@@ -83,6 +86,41 @@ def save(
     report.scores_created = len(new)
     if new or report.judges_created:
         _audit(study=study, actor=actor, label=label, report=report)
+
+
+def _flags(
+    scores: list[Score], report: HelmVerdictReport
+) -> dict[tuple[int, str], list[dict[str, str]]]:
+    """The flags of each imported verdict (one judge on one item: its scores on every
+    criterion, jury.verdict_flags), by (item id, judge name), each also in the report."""
+    verdicts: dict[tuple[int, str], list[Score]] = {}
+    for score in scores:
+        verdicts.setdefault((score.item_id, score.judge_name), []).append(score)
+    texts = {
+        pk: (output, (question, reference))
+        for pk, output, question, reference in Item.objects.filter(
+            pk__in={item_id for item_id, _judge in verdicts}
+        ).values_list("pk", "output_text", "input_text", "reference_text")
+    }
+    out = {}
+    for (item_id, judge), verdict in verdicts.items():
+        response, context = texts[item_id]
+        scored = [
+            ScoredCriterion(
+                key=s.criterion.key,
+                value=s.value if s.is_valid else None,
+                explanation=s.explanation,
+                scale_min=s.criterion.scale_min,
+                scale_max=s.criterion.scale_max,
+            )
+            for s in verdict
+        ]
+        found = verdict_flags(response=response, scores=scored, context=context)
+        if found:
+            out[(item_id, judge)] = [f.as_json() for f in found]
+            where = f"{judge} on {verdict[0].item_label}"
+            report.flagged += [RowError(where, f.message, verdict[0].order) for f in found]
+    return out
 
 
 def _existing_judges(scores: list[Score], report: HelmVerdictReport) -> dict[str, Judge]:

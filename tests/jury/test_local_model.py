@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import threading
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from jury.providers import (
     local_models,
 )
 from jury.verdicts import parse_verdict
+from tests.support.local_model import require_local_model
 
 CRITERIA = (
     CriterionSpec(
@@ -90,22 +90,6 @@ ITEMS = [
 ]
 
 MODEL_PARAMS = {"n_ctx": 2048, "seed": 0}
-
-
-def require_local_model() -> None:
-    problems = []
-    if importlib.util.find_spec("llama_cpp") is None:
-        problems.append(f"llama_cpp is not installed ({local_llama.LLAMA_CPP_PIP})")
-    try:
-        local_models.smollm2_gguf_path()
-    except local_models.LocalModelMissing as exc:
-        problems.append(str(exc))
-    if not problems:
-        return
-    message = "local judge model unavailable: " + "; ".join(problems)
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message + " (CI must install it)")
-    pytest.skip(message)
 
 
 def item_request(question: str, response: str, gold: str, **kwargs) -> JudgeRequest:

@@ -38,6 +38,11 @@ class Command(BaseCommand):
             type=float,
             help="Estimability rule: widest interval still estimable (default 1.0).",
         )
+        parser.add_argument(
+            "--exclude-flagged",
+            action="store_true",
+            help="Leave out judge verdicts flagged as steered by the evaluated output.",
+        )
         parser.add_argument("--title", help="Report title.")
         parser.add_argument("--format", choices=["json", "csv", "pdf"], default="json")
         parser.add_argument("--output", type=Path, help="File to write (default: stdout).")
@@ -61,6 +66,7 @@ class Command(BaseCommand):
                 "values": options["values"],
                 "min_shared_items": options["min_shared_items"],
                 "max_ci_width": options["max_ci_width"],
+                "exclude_flagged": options["exclude_flagged"],
                 "title": options["title"],
             }
             try:

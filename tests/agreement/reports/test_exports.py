@@ -33,7 +33,8 @@ def test_exports_csv_json_pdf(built, client, pdf_page_count):
     assert response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
-    assert list(rows[0]) == services.CSV_COLUMNS == ["report", *analysis.CELL_COLUMNS]
+    columns = ["report", *analysis.CELL_COLUMNS, "flagged_verdicts"]
+    assert list(rows[0]) == services.CSV_COLUMNS == columns
     assert {r["section"] for r in rows} == {"overall", "criterion", "difference", "sensitivity"}
     assert len(rows) == (
         len(snap.results["cells"])
