@@ -304,6 +304,8 @@ def run_waiting(*, run: JuryRun, now: datetime | None = None) -> RunWaiting | No
     if ((now or timezone.now()) - since).total_seconds() < WAITING_AFTER_SECONDS:
         return None
     return RunWaiting(calls=agg["calls"], since=since, redispatches=agg["redispatches"] or 0)
+
+
 @dataclass(frozen=True)
 class ProviderOutage:
     """A provider the run's judges cannot reach now (jury.breakers): their calls wait."""
@@ -332,6 +334,8 @@ def provider_outages(*, run: JuryRun) -> list[ProviderOutage]:
         )
         for endpoint, state in sorted(found.items())
     ]
+
+
 FLAGGED_CALLS_SHOWN = 100
 
 

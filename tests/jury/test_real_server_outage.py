@@ -1,7 +1,12 @@
 """The real server killed and restarted in the middle of a run: llama-cpp-python's own
-OpenAI-compatible server (the packaged SmolLM2), a real Celery worker on Redis. The calls
-pause while it is away (the page says "provider unreachable since ..."), and every call is
-answered once it is back on the same port: none ends as a provider error or a timeout."""
+OpenAI-compatible server (the packaged SmolLM2), a real Celery worker on Redis.
+
+A short outage: the calls pause while it is away (the page says "provider unreachable
+since ..."), and every call is answered once it is back on the same port; none ends as a
+provider error or a timeout. An outage longer than the judge's retry budget: the calls end
+as provider errors that say the provider was unreachable, and a resume once the server is
+back answers every one. Either way each call's attempt history keeps every request sent,
+the failed ones included, numbered without gaps."""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from collections import Counter
 import pytest
 
 from jury import selectors, services
-from jury.models import Judge, JuryRun
+from jury.models import Judge, JudgeAttempt, JudgeCall, JuryRun
+from jury.providers.structured import JSON_OBJECT_SCHEMA
 from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids
 from tests.support.celery_worker import running_worker, wait_for
@@ -23,10 +29,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.redis,
     pytest.mark.celery_worker,
-    pytest.mark.skip(
-        reason="needs the judge's structured-output mode (issue 15, helper 'servers'): "
-        "llama_cpp.server answers the default response_format json_schema with HTTP 500"
-    ),
 ]
 
 # This module's own Redis database (broker, limits and breakers), flushed by the test.
@@ -73,6 +75,8 @@ def test_a_kill_and_restart_of_the_real_server_mid_run_ends_with_every_call_answ
             endpoint=server.base_url,
             api_key_env="MEDHELM_JUDGE_KEY_LLAMA",
             params={"temperature": 0, "max_tokens": 256},
+            # llama.cpp refuses the default json_schema response format (HTTP 500).
+            structured_output=JSON_OBJECT_SCHEMA,
             max_concurrency=1,
         )
         run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
@@ -107,5 +111,91 @@ def test_a_kill_and_restart_of_the_real_server_mid_run_ends_with_every_call_answ
         # 1-5 under llama.cpp's json_object schema), which is stored as invalid_verdict.
         assert set(statuses) <= {"ok", "invalid_verdict"} and statuses["ok"] >= 2, statuses
         assert not selectors.provider_outages(run=run)
+        assert_history_intact(run)
+        # The request in flight when the server died, at least, failed and stays recorded.
+        assert JudgeAttempt.objects.filter(call__run=run).exclude(outcome="ok").exists()
+    finally:
+        server.stop()
+
+
+def assert_history_intact(run: JuryRun) -> None:
+    """Every call's attempts are numbered 1..n without gaps, n is the call's attempt count,
+    and an answered call has exactly one answered attempt: its last."""
+    for call in run.calls.all():
+        numbers = list(call.attempt_log.order_by("number").values_list("number", "outcome"))
+        assert [n for n, _ in numbers] == list(range(1, call.attempts + 1)), (call.pk, numbers)
+        answered = [n for n, outcome in numbers if outcome in ("ok", "invalid_verdict")]
+        if call.status in ("ok", "invalid_verdict"):
+            assert answered == [call.attempts], (call.pk, numbers)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.django_db(transaction=True)
+def test_an_outage_longer_than_the_retry_budget_ends_visibly_and_a_resume_answers_every_call(
+    tmp_path, worker_redis
+):
+    server = LlamaServer(tmp_path / "llama.log")  # not started: down when the run starts
+    try:
+        study = make_study_with_members(n_items=3, n_clinicians=2, k=2).study
+        judge = Judge.objects.create(
+            name="smollm2-server",
+            provider="openai",
+            model_id=MODEL_ALIAS,
+            endpoint=server.base_url,
+            api_key_env="MEDHELM_JUDGE_KEY_LLAMA",
+            params={"temperature": 0, "max_tokens": 256},
+            structured_output=JSON_OBJECT_SCHEMA,
+            max_concurrency=1,
+            retry_budget_seconds=4,
+        )
+        run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
+        env = {
+            "MEDHELM_JUDGE_KEY_LLAMA": "not-checked-by-the-server",
+            "JURY_LIMITER": "redis",
+            "JURY_LIMITER_REDIS_URL": BROKER,
+            "JURY_BREAKER_THRESHOLD": "2",
+            "JURY_BREAKER_PROBE_SECONDS": "1",
+        }
+        with running_worker(
+            broker_url=BROKER,
+            result_backend=BROKER,
+            log_path=tmp_path / "worker.log",
+            concurrency=1,
+            extra_env=env,
+        ):
+            send_chunk(call_ids(run))
+            wait_for(
+                lambda: JuryRun.objects.get(pk=run.pk).status == "finished",
+                120,
+                "the run to end in provider errors",
+            )
+            failed = run.calls.filter(status=JudgeCall.Status.PROVIDER_ERROR)
+            assert failed.count() == run.calls.count()
+            for error in failed.values_list("error", flat=True):
+                assert "unreachable since" in error, error
+            assert_history_intact(run)
+            before = {
+                call.pk: list(call.attempt_log.values_list("number", "outcome", "error"))
+                for call in run.calls.all()
+            }
+            assert all(before.values()), before  # each call sent at least one request
+
+            server.start()  # same port
+            run.refresh_from_db()
+            resent = services.resume_run(run=run, actor=None, dispatch=False)
+            assert resent == run.calls.count()
+            send_chunk(call_ids(run))
+            wait_for(
+                lambda: JuryRun.objects.get(pk=run.pk).status == "finished",
+                600,
+                "the resumed run to finish",
+            )
+        statuses = Counter(run.calls.values_list("status", flat=True))
+        assert set(statuses) <= {"ok", "invalid_verdict"}, statuses
+        assert_history_intact(run)
+        for call in run.calls.all():  # the failed requests before the resume are kept as they were
+            after = list(call.attempt_log.values_list("number", "outcome", "error"))
+            assert after[: len(before[call.pk])] == before[call.pk]
+            assert len(after) == len(before[call.pk]) + 1
     finally:
         server.stop()
