@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 from django.test import Client
 from django.urls import URLResolver, get_resolver
+from django.utils import timezone
 
 from agreement import services as agreement_services
 from annotation.models import Item, Rating
 from delphi import services as delphi_services
 from delphi.exports import EXPORT_NAMES
 from delphi.models import DelphiStudy, Response, RoundItem, TaxonomyNode
-from jury.models import Judge, JudgeCall, JuryRun
+from jury.models import Judge, JudgeAttempt, JudgeCall, JuryRun
 from medhelm_site.common.csv_export import FORMULA_TRIGGERS, csv_text
 from tests.agreement.factories import Built, build_study
 from tests.delphi.flow import BASE_URL, make_panel_study
@@ -181,6 +182,37 @@ def test_jury_calls_csv_quotes_judge_names_ids_and_errors(hostile_study, client)
     assert gpt_judge.name in quoted
 
 
+def test_jury_attempts_csv_quotes_judge_names_errors_and_finish_reasons(hostile_study, client):
+    built, texts = hostile_study
+    runs = list(JuryRun.objects.filter(study=built.study).order_by("pk"))
+    errors, reasons = set(), set()
+    for i, call in enumerate(JudgeCall.objects.filter(run__in=runs).order_by("pk")):
+        attempt = JudgeAttempt.objects.create(
+            call=call,
+            number=1,
+            started_at=timezone.now(),
+            latency_ms=120 + i,
+            outcome="server_error" if i % 2 else "ok",
+            http_status=500 if i % 2 else 200,
+            error=hostile(i, f"attempt-error{i}") if i % 2 else "",
+            input_tokens=10,
+            output_tokens=5,
+            finish_reason=hostile(i + 1, f"finish{i}"),
+        )
+        errors |= {attempt.error} - {""}
+        reasons.add(attempt.finish_reason)
+    client.force_login(built.members.researcher)
+    quoted: set[str] = set()
+    for run in runs:
+        url = f"/studies/{built.study.pk}/jury/runs/{run.pk}/attempts.csv"
+        rows = download(client, url)
+        quoted |= quoted_cells(rows, url)
+        assert_numbers(rows, ("call_id", "item_id", "number", "http_status", "latency_ms"), url)
+    assert errors and errors <= quoted, errors - quoted
+    assert reasons <= quoted, reasons - quoted
+    assert texts["judges"] & quoted
+
+
 def test_agreement_report_csv_quotes_names_on_the_page_and_the_api(hostile_study, client):
     built, texts = hostile_study
     snapshot = agreement_services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
@@ -317,6 +349,7 @@ def test_every_delphi_csv_export_quotes_user_text(db, client):
 COVERED_ROUTES = {
     "studies/<int:study_id>/export/ratings.<str:fmt>",
     "studies/<int:study_id>/jury/runs/<int:run_id>/calls.csv",
+    "studies/<int:study_id>/jury/runs/<int:run_id>/attempts.csv",
     "studies/<int:study_id>/agreement/<int:report_id>/report.<str:fmt>",
     "api/studies/<int:study_id>/agreement/reports/<int:report_id>/csv/",
     "delphi/<int:study_id>/export/<str:name>",
