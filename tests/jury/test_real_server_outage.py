@@ -14,6 +14,7 @@ import importlib.util
 from collections import Counter
 
 import pytest
+from django.utils import timezone
 
 from jury import selectors, services
 from jury.models import Judge, JudgeAttempt, JudgeCall, JuryRun
@@ -111,11 +112,25 @@ def test_a_kill_and_restart_of_the_real_server_mid_run_ends_with_every_call_answ
         # 1-5 under llama.cpp's json_object schema), which is stored as invalid_verdict.
         assert set(statuses) <= {"ok", "invalid_verdict"} and statuses["ok"] >= 2, statuses
         assert not selectors.provider_outages(run=run)
+        print_figures(run, "kill and restart mid-run")
         assert_history_intact(run)
         # The request in flight when the server died, at least, failed and stays recorded.
         assert JudgeAttempt.objects.filter(call__run=run).exclude(outcome="ok").exists()
     finally:
         server.stop()
+
+
+def print_figures(run: JuryRun, label: str) -> None:
+    """The run's figures for the issue's closing note (shown with pytest -s)."""
+    run.refresh_from_db()
+    attempts = JudgeAttempt.objects.filter(call__run=run)
+    by_outcome = Counter(attempts.values_list("outcome", flat=True))
+    end = run.finished_at or timezone.now()
+    wall = (end - (run.started_at or run.created_at)).total_seconds()
+    print(
+        f"\n[{label}] calls by status {dict(Counter(run.calls.values_list('status', flat=True)))}"
+        f"; attempts {attempts.count()} by outcome {dict(by_outcome)}; wall time {wall:.0f} s"
+    )
 
 
 def assert_history_intact(run: JuryRun) -> None:
@@ -191,6 +206,7 @@ def test_an_outage_longer_than_the_retry_budget_ends_visibly_and_a_resume_answer
                 "the resumed run to finish",
             )
         statuses = Counter(run.calls.values_list("status", flat=True))
+        print_figures(run, "outage past the retry budget, then resume")
         assert set(statuses) <= {"ok", "invalid_verdict"}, statuses
         assert_history_intact(run)
         for call in run.calls.all():  # the failed requests before the resume are kept as they were
