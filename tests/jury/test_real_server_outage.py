@@ -21,6 +21,7 @@ from jury.models import Judge, JudgeAttempt, JudgeCall, JuryRun
 from jury.providers.structured import JSON_OBJECT_SCHEMA
 from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids
+from tests.support.attempts import assert_history_intact
 from tests.support.celery_worker import running_worker, wait_for
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 from tests.support.services import require_service
@@ -131,17 +132,6 @@ def print_figures(run: JuryRun, label: str) -> None:
         f"\n[{label}] calls by status {dict(Counter(run.calls.values_list('status', flat=True)))}"
         f"; attempts {attempts.count()} by outcome {dict(by_outcome)}; wall time {wall:.0f} s"
     )
-
-
-def assert_history_intact(run: JuryRun) -> None:
-    """Every call's attempts are numbered 1..n without gaps, n is the call's attempt count,
-    and an answered call has exactly one answered attempt: its last."""
-    for call in run.calls.all():
-        numbers = list(call.attempt_log.order_by("number").values_list("number", "outcome"))
-        assert [n for n, _ in numbers] == list(range(1, call.attempts + 1)), (call.pk, numbers)
-        answered = [n for n, outcome in numbers if outcome in ("ok", "invalid_verdict")]
-        if call.status in ("ok", "invalid_verdict"):
-            assert answered == [call.attempts], (call.pk, numbers)
 
 
 @pytest.mark.timeout(900)
