@@ -11,6 +11,7 @@ from django.db.models import Count
 
 from jury import services
 from jury.models import Judge, JuryRun
+from jury.providers import structured
 from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids
 from tests.support.celery_worker import running_worker, wait_for
@@ -52,7 +53,8 @@ def test_every_call_against_a_slow_llama_server_ends(tmp_path: Path, chunk_limit
             endpoint=server.base_url,
             # llama-cpp-python's server answers response_format json_schema with HTTP 500:
             # the judge asks for the verdict in the prompt only.
-            params={"temperature": 0, "max_tokens": 48, "structured_output": False},
+            params={"temperature": 0, "max_tokens": 48},
+            structured_output=structured.PROMPT_ONLY,
             max_concurrency=1,
             timeout_seconds=120,
         )
