@@ -103,3 +103,9 @@ class MemberForm(forms.Form):
             ("researcher", "Researcher"),
         ]
     )
+
+
+class LongFileForm(forms.Form):
+    """A long file of ratings or scores; its format is read from its name or content."""
+
+    file = forms.FileField(help_text="CSV (with a header row) or JSON Lines.")

@@ -263,7 +263,8 @@ def scores_long_rows(*, study: RatingStudy) -> list[dict[str, Any]]:
     rows: list[tuple[tuple, dict[str, Any]]] = []
     for (item_id, _judge, _criterion), (ext, model, name, pos, key, value, expl) in latest.items():
         row = {"external_id": ext, "model": model, "kind": JUDGE, "scorer": name}
-        row |= {"criterion": key, "value": value, "comment": expl}
+        shown = int(value) if float(value).is_integer() else value  # "4", not "4.0"
+        row |= {"criterion": key, "value": shown, "comment": expl}
         rows.append(((item_id, 0, name, pos), row))
     metrics = MetricScore.objects.filter(item__study=study).values_list(
         "item_id", "item__external_id", "item__model_name", "metric", "scorer_model", "value"

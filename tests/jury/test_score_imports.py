@@ -129,6 +129,6 @@ def test_jsonl_scores_and_the_export_reads_back_the_same(study):
     assert (summary.file_format, summary.created) == ("jsonl", 2)
     rows = scores_long_rows(study=study.study)
     assert [(r["kind"], r["scorer"], r["criterion"], r["value"]) for r in rows] == [
-        ("judge", "j", "clarity", 2.0),
+        ("judge", "j", "clarity", 2),
         ("metric", "rouge_l_f1", "overall", 0.5),
     ]
