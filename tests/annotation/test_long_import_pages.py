@@ -154,3 +154,13 @@ def test_commands_import_and_report_every_bad_line(built, tmp_path, capsys):
             built.researcher.username,
             str(ratings),
         )
+
+
+def test_imported_raters_show_as_imported_and_not_in_the_progress(built, client):
+    client.force_login(built.coordinator)
+    _post(client, _pages(built.study.pk)["ratings"], RATINGS, "ratings.csv")
+    members = client.get(f"/studies/{built.study.pk}/members/").content.decode()
+    assert members.count("imported (ratings from a file; no login)") == 2
+    dashboard = client.get(f"/studies/{built.study.pk}/")
+    progress = [c.pseudonym for c in dashboard.context["clinicians"]]
+    assert progress and "ext-1" not in progress and "ext-2" not in progress
