@@ -16,7 +16,6 @@ from annotation.models import Item, RatingStudy, RubricCriterion
 ITEM_ALIASES = {
     "id": "external_id",
     "item": "external_id",
-    "item_id": "external_id",
     "item_external_id": "external_id",
     "model_name": "model",
 }

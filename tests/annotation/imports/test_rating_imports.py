@@ -267,3 +267,16 @@ def test_decimals_cannot_be_switched_off_while_decimal_ratings_exist(study):
         services.update_study(
             study=study.study, actor=study.coordinator, changes={}, criteria=criteria
         )
+
+
+def test_allows_decimals_is_a_rubric_setting(db):
+    coordinator = UserFactory()
+    criteria = [
+        {"key": "accuracy", "scale_min": 1, "scale_max": 5, "allows_decimals": True},
+        {"key": "clarity", "scale_min": 1, "scale_max": 5},
+    ]
+    study = services.create_study(name="Decimals", created_by=coordinator, criteria=criteria)
+    assert dict(study.criteria.values_list("key", "allows_decimals")) == {
+        "accuracy": True,
+        "clarity": False,
+    }
