@@ -19,7 +19,14 @@ from django.db.models import Q, QuerySet
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
-from annotation.models import Assignment, Item, Rating, RatingStudy, StudyMembership
+from annotation.models import (
+    Assignment,
+    ImportedRating,
+    Item,
+    Rating,
+    RatingStudy,
+    StudyMembership,
+)
 from delphi.models import TaxonomyNode, TaxonomyVersion
 from jury.models import Judge, JudgeCall, JudgeScore, MetricScore
 
@@ -121,8 +128,9 @@ class _ClinicianScores:
 
 
 def _clinician_scores(study: RatingStudy, *, first: bool) -> _ClinicianScores:
-    """Submitted ratings by pseudonym (never a name): as first submitted or as they stand.
-    Cannot-assess answers and missing values are counted, not rows. Two queries."""
+    """Submitted ratings by pseudonym (never a name): as first submitted or as they stand,
+    and imported ratings. Cannot-assess answers and missing values are counted, not rows.
+    Three queries."""
     pseudonyms = dict(
         StudyMembership.objects.filter(
             study=study, role=StudyMembership.Role.CLINICIAN
@@ -149,6 +157,11 @@ def _clinician_scores(study: RatingStudy, *, first: bool) -> _ClinicianScores:
             out.missing += 1
         else:
             out.rows.append((item_id, key, rater, float(v)))
+    # Ratings imported from a long file count as submitted ones (first = latest for them).
+    imported = ImportedRating.objects.filter(study=study).values_list(
+        "item_id", "criterion__key", "rater__pseudonym", "value"
+    )
+    out.rows += [(item_id, key, rater, float(v)) for item_id, key, rater, v in imported]
     return out
 
 
@@ -264,7 +277,7 @@ def score_data(
     ``values="first"`` takes each clinician rating as first submitted, "latest" as it stands.
     ``exclude_flagged`` drops judge scores from flagged verdicts (jury.verdict_flags) and
     builds the jury without them; by default they are in, and counted in the coverage.
-    Always eight queries.
+    Always nine queries.
     """
     if values not in ("latest", "first"):
         raise AgreementError(f"values must be 'latest' or 'first', got {values!r}", field="values")
