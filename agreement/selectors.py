@@ -18,7 +18,7 @@ from django.db.models import Q, QuerySet
 
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
-from agreement.models import ReportSnapshot
+from agreement.models import ReportJob, ReportSnapshot
 from annotation.models import (
     Assignment,
     ImportedRating,
@@ -364,6 +364,44 @@ def study_snapshots(*, study: RatingStudy) -> QuerySet[ReportSnapshot]:
 def study_snapshot(*, study: RatingStudy, report_id: int) -> ReportSnapshot | None:
     """One snapshot of `study`, or None (also for a snapshot of another study)."""
     return ReportSnapshot.objects.filter(study=study, pk=report_id).first()
+
+
+def open_and_failed_jobs(*, study: RatingStudy, limit: int = 20) -> list[ReportJob]:
+    """A study's report jobs that did not end in a snapshot (queued, running, failed),
+    newest first, for the reports page."""
+    return list(
+        ReportJob.objects.filter(study=study)
+        .exclude(status=ReportJob.Status.FINISHED)
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def study_job(*, study: RatingStudy, job_id: int) -> ReportJob | None:
+    """One report job of `study`, or None (also for a job of another study)."""
+    return ReportJob.objects.filter(study=study, pk=job_id).first()
+
+
+def job_state(job: ReportJob) -> dict[str, object]:
+    """What the job page and the API say about a job, as plain JSON values."""
+    total = job.cells_total
+    return {
+        "id": job.pk,
+        "title": job.title,
+        "status": job.status,
+        "stage": job.stage,
+        "cells_done": job.cells_done,
+        "cells_total": total,
+        "resamples_per_cell": int(job.parameters.get("n_resamples") or 0),
+        "resamples_done": job.resamples_done,
+        "resamples_total": job.resamples_total,
+        "percent": round(100 * job.cells_done / total) if total else 0,
+        "error": job.error,
+        "snapshot": job.snapshot_id,
+        "created_at": job.created_at.isoformat() if job.created_at else None,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+    }
 
 
 def recomputation_ids(*, snapshot: ReportSnapshot) -> list[int]:

@@ -17,6 +17,8 @@ urlpatterns = [
     path("<int:report_id>/", views.report, name="report"),
     path("<int:report_id>/recompute/", views.recompute, name="recompute"),
     path("<int:report_id>/report.<str:fmt>", views.report_export, name="export"),
+    path("jobs/<int:job_id>/", views.job, name="job"),
+    path("jobs/<int:job_id>/status.json", views.job_status, name="job-status"),
 ]
 
 api_urlpatterns = [
@@ -25,6 +27,7 @@ api_urlpatterns = [
     path("reports/<int:report_id>/recompute/", api_views.RecomputeApi.as_view(), name="recompute"),
     path("reports/<int:report_id>/csv/", api_views.ReportCsvApi.as_view(), name="csv"),
     path("reports/<int:report_id>/pdf/", api_views.ReportPdfApi.as_view(), name="pdf"),
+    path("jobs/<int:job_id>/", api_views.ReportJobApi.as_view(), name="job"),
 ]
 
 #: For ``include(agreement.urls.api)`` under "api/studies/<int:study_id>/agreement/".

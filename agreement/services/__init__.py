@@ -17,20 +17,29 @@ from agreement.services.exports import (
     snapshot_header,
     stated_method,
 )
+from agreement.services.jobs import (
+    fail_stale_jobs,
+    request_recomputation,
+    request_report,
+    run_report_job,
+)
 from agreement.services.parameters import (
     DEFAULT_PARAMETERS,
     MAX_RESAMPLES,
     MAX_SEED,
     normalise_parameters,
 )
+from agreement.services.renderings import DOWNLOADS, RENDERINGS, page_figures, rendering_of
 from agreement.services.snapshots import create_snapshot, recompute_snapshot
 
 __all__ = [
     "COMPARED_FIELDS",
     "CSV_COLUMNS",
     "DEFAULT_PARAMETERS",
+    "DOWNLOADS",
     "MAX_RESAMPLES",
     "MAX_SEED",
+    "RENDERINGS",
     "SENSITIVITY_STATISTICS",
     "TOLERANCE",
     "canonical_hash",
@@ -40,9 +49,15 @@ __all__ = [
     "export_csv",
     "export_json",
     "export_pdf",
+    "fail_stale_jobs",
     "jsonable",
     "normalise_parameters",
+    "page_figures",
     "recompute_snapshot",
+    "rendering_of",
+    "request_recomputation",
+    "request_report",
+    "run_report_job",
     "snapshot_header",
     "software_versions",
     "stated_method",

@@ -17,6 +17,7 @@ from agreement.models import ReportSnapshot
 from agreement.plots import text_pages
 from jury.models import JudgeCall, JudgeScore
 from tests.agreement.factories import build_study
+from tests.agreement.reports.jobs import created_report
 
 FLAG = [{"code": "obeys_planted_text", "message": "Planted text obeyed."}]
 PARAMS = {"n_resamples": 30, "seed": 3}
@@ -158,11 +159,14 @@ def test_the_form_api_and_parameters_take_the_option(flagged, client, api_as):
     assert response.status_code == 302
     assert ReportSnapshot.objects.get().parameters["exclude_flagged"] is True
     api = api_as(flagged.members.researcher)
-    body = api.post(
-        f"/api/studies/{flagged.study.pk}/agreement/reports/",
-        {**PARAMS, "exclude_flagged": False},
-        format="json",
-    ).json()
+    body = created_report(
+        api,
+        api.post(
+            f"/api/studies/{flagged.study.pk}/agreement/reports/",
+            {**PARAMS, "exclude_flagged": False},
+            format="json",
+        ),
+    )
     assert body["parameters"]["exclude_flagged"] is False
     with pytest.raises(AgreementError) as exc:
         services.normalise_parameters({"exclude_flagged": "yes"})
