@@ -25,3 +25,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not memory: Celery worker processes started by the tests must see the same data.
     # One file per test session, so that two test runs at once never share a database.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / f"test-db-{os.getpid()}.sqlite3")}  # noqa: F405
+
+if "CELERY_BROKER_URL" not in os.environ:
+    # The embedded broker of this test session alone (not the demo's in var/): tasks the
+    # tests queue are seen only by the workers this session starts, and none is left over.
+    CELERY_BROKER_URL = f"sqla+sqlite:///{DATA_DIR / f'celery-broker-{os.getpid()}.sqlite3'}"
+    if "CELERY_RESULT_BACKEND" not in os.environ:
+        CELERY_RESULT_BACKEND = f"db+sqlite:///{DATA_DIR / f'celery-results-{os.getpid()}.sqlite3'}"

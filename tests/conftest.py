@@ -11,3 +11,15 @@ def study_with_members(db):
     from tests.factories import make_study_with_members
 
     return make_study_with_members()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Remove this session's embedded broker and result files (medhelm_site.test_settings)."""
+    import os
+
+    from django.conf import settings
+
+    if not settings.configured:
+        return
+    for name in (f"celery-broker-{os.getpid()}.sqlite3", f"celery-results-{os.getpid()}.sqlite3"):
+        (settings.DATA_DIR / name).unlink(missing_ok=True)

@@ -36,7 +36,8 @@ def test_the_run_page_labels_the_demo_judge(client, demo):
     assert_labelled(page.content.decode())
 
 
-def test_the_agreement_pages_label_the_demo_judge(client, demo):
+def test_the_agreement_pages_label_the_demo_judge(client, demo, settings):
+    settings.AGREEMENT_REPORTS_IN_BACKGROUND = False  # the report itself, not its job page
     reports = client.get(f"/studies/{demo.pk}/agreement/")
     assert reports.status_code == 200
     assert_labelled(reports.content.decode())
