@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install chromium lint bench clean
+.PHONY: demo test install chromium axe lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,11 +37,19 @@ chromium:
 	  else echo "Chromium is missing: install Debian's chromium package for the browser tests." >&2; fi; \
 	fi
 
-test: install chromium
+# axe-core (the npm package) is injected into pages by the browser tests' accessibility run.
+AXE_VERSION := 4.11.0
+AXE_JS := .cache/npm/node_modules/axe-core/axe.min.js
+$(AXE_JS):
+	npm install --silent --no-audit --no-fund --prefix .cache/npm axe-core@$(AXE_VERSION)
+
+axe: $(AXE_JS)
+
+test: install chromium axe
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) var .cache .pytest_cache .ruff_cache
