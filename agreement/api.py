@@ -1,6 +1,7 @@
 """REST API for agreement reports: list and create snapshots, read one as JSON, recompute
-it, and download its CSV or PDF. Same access as the pages (study readers; 404 for
-non-members, 403 for clinicians)."""
+it, download its CSV, PDF, LaTeX or Markdown (Table 2 and the methods paragraph) and read its
+methods paragraph. Same access as the pages (study readers; 404 for non-members, 403 for
+clinicians)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,16 @@ class _FileRenderer(BaseRenderer):
 class CsvRenderer(_FileRenderer):
     media_type = "text/csv"
     format = "csv"
+
+
+class LatexRenderer(_FileRenderer):
+    media_type = "application/x-tex"
+    format = "tex"
+
+
+class MarkdownRenderer(_FileRenderer):
+    media_type = "text/markdown"
+    format = "md"
 
 
 class PdfRenderer(_FileRenderer):
@@ -168,3 +179,39 @@ class ReportPdfApi(APIView):
     )
     def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
         return export_response(_snapshot(request, study_id, report_id), "pdf")
+
+
+class ReportLatexApi(APIView):
+    renderer_classes = [JSONRenderer, LatexRenderer]
+
+    @extend_schema(
+        responses={(200, "application/x-tex"): OpenApiResponse(OpenApiTypes.STR)},
+        summary="Table 2 as a LaTeX booktabs table, with the methods paragraph",
+    )
+    def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
+        return export_response(_snapshot(request, study_id, report_id), "tex")
+
+
+class ReportMarkdownApi(APIView):
+    renderer_classes = [JSONRenderer, MarkdownRenderer]
+
+    @extend_schema(
+        responses={(200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR)},
+        summary="Table 2 as a Markdown table, with the methods paragraph",
+    )
+    def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
+        return export_response(_snapshot(request, study_id, report_id), "md")
+
+
+class MethodsParagraphSerializer(serializers.Serializer):
+    text = serializers.CharField()
+
+
+class ReportMethodsApi(APIView):
+    @extend_schema(
+        responses={200: MethodsParagraphSerializer},
+        summary="The methods paragraph of a report, generated from its stored method record",
+    )
+    def get(self, request: Request, study_id: int, report_id: int) -> Response:
+        snapshot = _snapshot(request, study_id, report_id)
+        return Response({"text": services.methods_text(snapshot)})

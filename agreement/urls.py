@@ -25,6 +25,11 @@ api_urlpatterns = [
     path("reports/<int:report_id>/recompute/", api_views.RecomputeApi.as_view(), name="recompute"),
     path("reports/<int:report_id>/csv/", api_views.ReportCsvApi.as_view(), name="csv"),
     path("reports/<int:report_id>/pdf/", api_views.ReportPdfApi.as_view(), name="pdf"),
+    path("reports/<int:report_id>/latex/", api_views.ReportLatexApi.as_view(), name="latex"),
+    path(
+        "reports/<int:report_id>/markdown/", api_views.ReportMarkdownApi.as_view(), name="markdown"
+    ),
+    path("reports/<int:report_id>/methods/", api_views.ReportMethodsApi.as_view(), name="methods"),
 ]
 
 #: For ``include(agreement.urls.api)`` under "api/studies/<int:study_id>/agreement/".

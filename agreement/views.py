@@ -174,6 +174,7 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
             "changes": results.get("changes"),
             "method": method,
             "method_json": json.dumps(method, indent=2, sort_keys=True),
+            "methods_paragraph": services.methods_text(snapshot),
             "sensitivity": results.get("sensitivity"),
             "parameters": snapshot.parameters,
             "figures": plots.svg_figures(results),
@@ -184,19 +185,27 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     )
 
 
+#: Text downloads of a snapshot: extension -> (media type, what writes it).
+TEXT_EXPORTS = {
+    "csv": ("text/csv; charset=utf-8", services.export_csv),
+    "tex": ("application/x-tex; charset=utf-8", services.export_latex),
+    "md": ("text/markdown; charset=utf-8", services.export_markdown),
+}
+EXPORT_NAMES = {"tex": "table2", "md": "table2"}
+
+
 def export_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
-    """The CSV, JSON or PDF of a stored snapshot as a download."""
-    name = f"agreement-report-{snapshot.study_id}-{snapshot.pk}"
-    if fmt == "csv":
-        response = HttpResponse(
-            services.export_csv(snapshot), content_type="text/csv; charset=utf-8"
-        )
+    """The CSV, JSON, PDF, LaTeX (tex) or Markdown (md) of a stored snapshot as a download."""
+    name = f"agreement-{EXPORT_NAMES.get(fmt, 'report')}-{snapshot.study_id}-{snapshot.pk}"
+    if fmt in TEXT_EXPORTS:
+        content_type, write = TEXT_EXPORTS[fmt]
+        response = HttpResponse(write(snapshot), content_type=content_type)
     elif fmt == "json":
         response = JsonResponse(services.export_json(snapshot), json_dumps_params={"indent": 2})
     elif fmt == "pdf":
         response = HttpResponse(services.export_pdf(snapshot), content_type="application/pdf")
     else:
-        raise Http404("Exports are csv, json or pdf.")
+        raise Http404("Exports are csv, json, pdf, tex or md.")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
 

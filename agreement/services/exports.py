@@ -1,10 +1,11 @@
-"""A stored snapshot as CSV, JSON or PDF: read from the snapshot only, never the ratings."""
+"""A stored snapshot as CSV, JSON, PDF, LaTeX or Markdown: read from the snapshot only, never
+the ratings."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agreement import analysis, plots
+from agreement import analysis, plots, renderings
 from agreement.models import ReportSnapshot
 from medhelm_site.common.csv_export import csv_text
 
@@ -125,3 +126,23 @@ def export_pdf(snapshot: ReportSnapshot) -> bytes:
     return plots.pdf_bytes(
         header=snapshot_header(snapshot), results=snapshot.results, method=stated_method(snapshot)
     )
+
+
+def methods_text(snapshot: ReportSnapshot) -> str:
+    """The methods paragraph of the snapshot, from its stored method record."""
+    return renderings.methods_paragraph(stated_method(snapshot), input_hash=snapshot.input_hash)
+
+
+def report_table2(snapshot: ReportSnapshot) -> renderings.Table2:
+    """Table 2 of the snapshot as the paper renderings print it."""
+    return renderings.table2(snapshot.results, stated_method(snapshot))
+
+
+def export_latex(snapshot: ReportSnapshot) -> str:
+    """Table 2 as a booktabs table, then the methods paragraph (LaTeX)."""
+    return renderings.latex_file(report_table2(snapshot), methods_text(snapshot))
+
+
+def export_markdown(snapshot: ReportSnapshot) -> str:
+    """Table 2 as a pipe table, then the methods paragraph (Markdown)."""
+    return renderings.markdown_file(report_table2(snapshot), methods_text(snapshot))
