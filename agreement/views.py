@@ -1,14 +1,12 @@
 """Agreement report pages: a study's reports with the "compute a new report" form, one report
-(server-rendered, no JavaScript, plots as inline SVG), its exports and recomputation.
+(server-rendered; plots as inline SVG; one vendored script for the copy button), its exports
+and recomputation.
 
 Readers of the study (coordinators and researchers) only: 404 for non-members, 403 for
 clinicians. Raters appear by study pseudonym only.
 """
 
 from __future__ import annotations
-
-import json
-from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -17,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agreement import analysis, plots, selectors, services
+from agreement import analysis, plots, presenters, selectors, services
 from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
@@ -119,69 +117,17 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
     )
 
 
-def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
-    if cell is None:
-        return None
-    if cell.get("status") == "not_estimable":  # the reason instead of any number
-        return {**cell, "estimate_text": analysis.NOT_ESTIMABLE, "ci_text": plots.DASH}
-    return {
-        **cell,
-        "estimate_text": plots.fmt(cell.get("estimate")),
-        "ci_text": plots.fmt_ci(cell.get("ci_low"), cell.get("ci_high")),
-    }
-
-
-def wide_table(results: dict[str, Any], section: str) -> list[dict[str, Any]]:
-    """Rows of one section, each with its cells in column order (None where missing)."""
-    columns = [c["column"] for c in results.get("columns", [])]
-    cells = [c for c in results.get("cells", []) if c["section"] == section]
-    order = list(dict.fromkeys((c["row_group"], c["row"]) for c in cells))
-    index = {(c["row_group"], c["row"], c["column"]): c for c in cells}
-    return [
-        {
-            "group": group,
-            "label": row,
-            "cells": [_display(index.get((group, row, col))) for col in columns],
-        }
-        for group, row in order
-    ]
-
-
 @login_required
 def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     study, roles = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
     snapshot = _snapshot_of(study, report_id)
-    results = snapshot.results
-    method = services.stated_method(snapshot)
+    context = presenters.report_context(study=study, snapshot=snapshot)
     return render(
         request,
         "agreement/report.html",
-        {
-            "study": study,
-            "snapshot": snapshot,
-            "created_by": selectors.member_pseudonyms(study=study).get(
-                snapshot.created_by_id, plots.DASH
-            ),
-            "is_coordinator": Role.COORDINATOR in roles,
-            "columns": results.get("columns", []),
-            "table2": wide_table(results, "overall"),
-            "per_criterion": wide_table(results, "criterion"),
-            "differences": [_display(d) for d in results.get("differences", [])],
-            "leaderboard": results.get("leaderboard", {}),
-            "coverage": results.get("coverage", {}),
-            "changes": results.get("changes"),
-            "method": method,
-            "method_json": json.dumps(method, indent=2, sort_keys=True),
-            "methods_paragraph": services.methods_text(snapshot),
-            "sensitivity": results.get("sensitivity"),
-            "parameters": snapshot.parameters,
-            "figures": plots.svg_figures(results),
-            "later": selectors.recomputation_ids(snapshot=snapshot),
-            "clinician_column": analysis.CLINICIAN_COLUMN,
-            "judge_notes": selectors.judges_with_notes(study=study),
-        },
+        {**context, "is_coordinator": Role.COORDINATOR in roles},
     )
 
 

@@ -18,7 +18,6 @@ from agreement.services.exports import (
     export_pdf,
     methods_text,
     report_table2,
-    snapshot_header,
     stated_method,
 )
 from agreement.services.parameters import (
@@ -51,7 +50,6 @@ __all__ = [
     "normalise_parameters",
     "recompute_snapshot",
     "report_table2",
-    "snapshot_header",
     "software_versions",
     "stated_method",
 ]

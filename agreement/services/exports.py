@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agreement import analysis, plots, renderings
+from agreement import analysis, renderings
 from agreement.models import ReportSnapshot
 from medhelm_site.common.csv_export import csv_text
 
@@ -33,19 +33,6 @@ def stated_method(snapshot: ReportSnapshot) -> dict[str, Any]:
 def flagged_verdicts(snapshot: ReportSnapshot) -> str:
     """ "excluded" or "included": what the report did with flagged judge verdicts."""
     return "excluded" if snapshot.parameters.get("exclude_flagged") else "included"
-
-
-def snapshot_header(snapshot: ReportSnapshot) -> dict[str, Any]:
-    """What the PDF's title page says about the snapshot."""
-    return {
-        "title": snapshot.title,
-        "report": snapshot.pk,
-        "study": f"{snapshot.study.name} (#{snapshot.study_id})",
-        "created_at": snapshot.created_at.isoformat(),
-        "input_hash": snapshot.input_hash,
-        "previous": snapshot.previous_id,
-        "parameters": ", ".join(f"{k}={v}" for k, v in sorted(snapshot.parameters.items())),
-    }
 
 
 def export_json(snapshot: ReportSnapshot) -> dict[str, Any]:
@@ -122,10 +109,11 @@ def export_csv(snapshot: ReportSnapshot) -> str:
 
 
 def export_pdf(snapshot: ReportSnapshot) -> bytes:
-    """The report as a PDF (title and method, tables, plots)."""
-    return plots.pdf_bytes(
-        header=snapshot_header(snapshot), results=snapshot.results, method=stated_method(snapshot)
-    )
+    """The report as a PDF typeset from the report page's HTML (agreement.printing)."""
+    # imported here: printing renders the page, whose presenter reads these services
+    from agreement import printing
+
+    return printing.report_pdf(snapshot)
 
 
 def methods_text(snapshot: ReportSnapshot) -> str:
