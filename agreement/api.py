@@ -1,6 +1,6 @@
 """REST API for agreement reports: list and create snapshots, read one as JSON, recompute
-it, download its CSV, PDF, LaTeX or Markdown (Table 2 and the methods paragraph) and read its
-methods paragraph. Same access as the pages (study readers; 404 for non-members, 403 for
+it, download its CSV, PDF, LaTeX or Markdown (Table 2 and the methods paragraph) and each
+figure (SVG, PDF, 300-dpi PNG), and read its methods paragraph. Same access as the pages (study readers; 404 for non-members, 403 for
 clinicians)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from agreement import analysis, selectors, services
 from agreement.models import ReportSnapshot
-from agreement.views import export_response
+from agreement.views import export_response, figure_response
 from annotation.access import STUDY_READERS, get_study_for_user
 from annotation.models import RatingStudy
 
@@ -98,6 +98,16 @@ class MarkdownRenderer(_FileRenderer):
 class PdfRenderer(_FileRenderer):
     media_type = "application/pdf"
     format = "pdf"
+
+
+class SvgRenderer(_FileRenderer):
+    media_type = "image/svg+xml"
+    format = "svg"
+
+
+class PngRenderer(_FileRenderer):
+    media_type = "image/png"
+    format = "png"
 
 
 def _study(request: Request, study_id: int) -> RatingStudy:
@@ -215,3 +225,21 @@ class ReportMethodsApi(APIView):
     def get(self, request: Request, study_id: int, report_id: int) -> Response:
         snapshot = _snapshot(request, study_id, report_id)
         return Response({"text": services.methods_text(snapshot)})
+
+
+class ReportFigureApi(APIView):
+    renderer_classes = [JSONRenderer, SvgRenderer, PdfRenderer, PngRenderer]
+
+    @extend_schema(
+        responses={
+            (200, "image/svg+xml"): OpenApiResponse(OpenApiTypes.BINARY),
+            (200, "application/pdf"): OpenApiResponse(OpenApiTypes.BINARY),
+            (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY),
+        },
+        summary="One figure of a report (scatter, bland_altman, forest, heatmap) as svg, pdf "
+        "or a 300-dpi png",
+    )
+    def get(
+        self, request: Request, study_id: int, report_id: int, key: str, fmt: str
+    ) -> HttpResponse:
+        return figure_response(_snapshot(request, study_id, report_id), key, fmt)

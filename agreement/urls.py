@@ -17,6 +17,7 @@ urlpatterns = [
     path("<int:report_id>/", views.report, name="report"),
     path("<int:report_id>/recompute/", views.recompute, name="recompute"),
     path("<int:report_id>/report.<str:fmt>", views.report_export, name="export"),
+    path("<int:report_id>/figures/<slug:key>.<str:fmt>", views.report_figure, name="figure"),
 ]
 
 api_urlpatterns = [
@@ -30,6 +31,11 @@ api_urlpatterns = [
         "reports/<int:report_id>/markdown/", api_views.ReportMarkdownApi.as_view(), name="markdown"
     ),
     path("reports/<int:report_id>/methods/", api_views.ReportMethodsApi.as_view(), name="methods"),
+    path(
+        "reports/<int:report_id>/figures/<slug:key>/<str:fmt>/",
+        api_views.ReportFigureApi.as_view(),
+        name="figure",
+    ),
 ]
 
 #: For ``include(agreement.urls.api)`` under "api/studies/<int:study_id>/agreement/".

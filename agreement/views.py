@@ -156,6 +156,27 @@ def export_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
     return response
 
 
+def figure_response(snapshot: ReportSnapshot, key: str, fmt: str) -> HttpResponse:
+    """Figure ``key`` of a stored snapshot as an SVG, PDF or 300-dpi PNG download."""
+    if fmt not in plots.FIGURE_FORMATS:
+        raise Http404(f"Figures are {', '.join(plots.FIGURE_FORMATS)}.")
+    content = services.export_figure(snapshot, key, fmt)
+    if content is None:
+        raise Http404(f"This report has no figure {key!r}.")
+    response = HttpResponse(content, content_type=plots.FIGURE_FORMATS[fmt][0])
+    name = f"agreement-{snapshot.study_id}-{snapshot.pk}-{key}.{fmt}"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@login_required
+def report_figure(
+    request: HttpRequest, study_id: int, report_id: int, key: str, fmt: str
+) -> HttpResponse:
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    return figure_response(_snapshot_of(study, report_id), key, fmt)
+
+
 @login_required
 def report_export(request: HttpRequest, study_id: int, report_id: int, fmt: str) -> HttpResponse:
     study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agreement import analysis, renderings
+from agreement import analysis, plots, renderings
 from agreement.models import ReportSnapshot
 from medhelm_site.common.csv_export import csv_text
 
@@ -134,3 +134,9 @@ def export_latex(snapshot: ReportSnapshot) -> str:
 def export_markdown(snapshot: ReportSnapshot) -> str:
     """Table 2 as a pipe table, then the methods paragraph (Markdown)."""
     return renderings.markdown_file(report_table2(snapshot), methods_text(snapshot))
+
+
+def export_figure(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None:
+    """Figure ``key`` of the snapshot as an SVG, PDF or 300-dpi PNG file (None: no such
+    figure, or no data to draw it)."""
+    return plots.figure_file(snapshot.results, key, fmt)
