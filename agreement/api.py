@@ -1,6 +1,7 @@
 """REST API for agreement reports: list and create snapshots, read one as JSON, recompute
 it, download its CSV, PDF, LaTeX or Markdown (Table 2 and the methods paragraph) and each
-figure (SVG, PDF, 300-dpi PNG), and read its methods paragraph. Same access as the pages (study readers; 404 for non-members, 403 for
+figure (SVG, PDF, 300-dpi PNG) and its tidy score table (CSV, Parquet, data dictionary),
+and read its methods paragraph. Same access as the pages (study readers; 404 for non-members, 403 for
 clinicians)."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rest_framework.views import APIView
 
 from agreement import analysis, selectors, services
 from agreement.models import ReportSnapshot
-from agreement.views import export_response, figure_response
+from agreement.views import export_response, figure_response, scores_response
 from annotation.access import STUDY_READERS, get_study_for_user
 from annotation.models import RatingStudy
 
@@ -108,6 +109,11 @@ class SvgRenderer(_FileRenderer):
 class PngRenderer(_FileRenderer):
     media_type = "image/png"
     format = "png"
+
+
+class ParquetRenderer(_FileRenderer):
+    media_type = "application/vnd.apache.parquet"
+    format = "parquet"
 
 
 def _study(request: Request, study_id: int) -> RatingStudy:
@@ -243,3 +249,20 @@ class ReportFigureApi(APIView):
         self, request: Request, study_id: int, report_id: int, key: str, fmt: str
     ) -> HttpResponse:
         return figure_response(_snapshot(request, study_id, report_id), key, fmt)
+
+
+class ReportScoresApi(APIView):
+    renderer_classes = [JSONRenderer, CsvRenderer, ParquetRenderer, MarkdownRenderer]
+
+    @extend_schema(
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
+            (200, "application/vnd.apache.parquet"): OpenApiResponse(OpenApiTypes.BINARY),
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR),
+            409: OpenApiResponse(description="The study's scores changed since the report"),
+        },
+        summary="The report's long score table, tidy (fmt: csv, parquet), or its data "
+        "dictionary (fmt: dictionary)",
+    )
+    def get(self, request: Request, study_id: int, report_id: int, fmt: str) -> HttpResponse:
+        return scores_response(_snapshot(request, study_id, report_id), fmt)

@@ -18,6 +18,7 @@ urlpatterns = [
     path("<int:report_id>/recompute/", views.recompute, name="recompute"),
     path("<int:report_id>/report.<str:fmt>", views.report_export, name="export"),
     path("<int:report_id>/figures/<slug:key>.<str:fmt>", views.report_figure, name="figure"),
+    path("<int:report_id>/scores/<str:fmt>/", views.report_scores, name="scores"),
 ]
 
 api_urlpatterns = [
@@ -35,6 +36,11 @@ api_urlpatterns = [
         "reports/<int:report_id>/figures/<slug:key>/<str:fmt>/",
         api_views.ReportFigureApi.as_view(),
         name="figure",
+    ),
+    path(
+        "reports/<int:report_id>/scores/<str:fmt>/",
+        api_views.ReportScoresApi.as_view(),
+        name="scores",
     ),
 ]
 

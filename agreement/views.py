@@ -169,6 +169,36 @@ def figure_response(snapshot: ReportSnapshot, key: str, fmt: str) -> HttpRespons
     return response
 
 
+#: The tidy score table's downloads: name -> (media type, what writes it, file name ending).
+SCORE_FILES = {
+    "csv": ("text/csv; charset=utf-8", services.scores_csv, "scores.csv"),
+    "parquet": ("application/vnd.apache.parquet", services.scores_parquet, "scores.parquet"),
+    "dictionary": ("text/markdown; charset=utf-8", None, "scores-dictionary.md"),
+}
+
+
+def scores_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
+    """The snapshot's tidy score table (csv, parquet) or its data dictionary; 409 with the
+    reason when the study's scores changed since the snapshot was computed."""
+    if fmt not in SCORE_FILES:
+        raise Http404(f"The score table downloads are {', '.join(SCORE_FILES)}.")
+    content_type, write, ending = SCORE_FILES[fmt]
+    try:
+        content = services.scores_dictionary() if write is None else write(snapshot)
+    except AgreementError as exc:
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(content, content_type=content_type)
+    name = f"agreement-{snapshot.study_id}-{snapshot.pk}-{ending}"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@login_required
+def report_scores(request: HttpRequest, study_id: int, report_id: int, fmt: str) -> HttpResponse:
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    return scores_response(_snapshot_of(study, report_id), fmt)
+
+
 @login_required
 def report_figure(
     request: HttpRequest, study_id: int, report_id: int, key: str, fmt: str

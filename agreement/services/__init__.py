@@ -27,6 +27,7 @@ from agreement.services.parameters import (
     MAX_SEED,
     normalise_parameters,
 )
+from agreement.services.scores import scores_csv, scores_dictionary, scores_parquet, tidy_table
 from agreement.services.snapshots import create_snapshot, recompute_snapshot
 
 __all__ = [
@@ -52,6 +53,10 @@ __all__ = [
     "normalise_parameters",
     "recompute_snapshot",
     "report_table2",
+    "scores_csv",
+    "scores_dictionary",
+    "scores_parquet",
     "software_versions",
     "stated_method",
+    "tidy_table",
 ]
