@@ -5,6 +5,8 @@ the stored method record."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 
 import pytest
 from django.utils.html import escape
@@ -13,6 +15,7 @@ from agreement import renderings, services
 from delphi.models import TaxonomyNode
 from jury.models import Judge
 from tests.support.latex import check_structure, plain_text, tabular_columns, tabular_rows
+from tests.support.pdf import pdf_text
 
 PARAMS = {"n_resamples": 40, "seed": 11}
 HOSTILE = [
@@ -180,3 +183,42 @@ def test_paper_downloads_on_the_page_and_through_the_api(built, client, api_as):
     assert api.get(root + "/methods/").json() == {"text": services.methods_text(snap)}
     clinician = api_as(built.members.clinicians[0])
     assert clinician.get(root + "/latex/").status_code == 403
+
+
+LATIN_HOSTILE = [*HOSTILE[:2], "Ärzte\u2013Gruppe naïve <b>|pipe|</b> `code` *star* [link](x)"]
+
+
+@pytest.mark.skipif(not shutil.which("pdflatex"), reason="no pdflatex (apt-get install texlive)")
+def test_the_latex_download_compiles_with_pdflatex(built, client, tmp_path):
+    """With a real LaTeX: the table and the methods paragraph, hostile Latin-script names in
+    every place a name goes, compile in a plain article with booktabs (non-Latin scripts
+    need XeLaTeX or LuaLaTeX, as the file says)."""
+    TaxonomyNode.objects.filter(kind="category", name__startswith="Clinical").update(
+        name=LATIN_HOSTILE[0]
+    )
+    Judge.objects.filter(name="gpt-judge").update(name=LATIN_HOSTILE[1])
+    Judge.objects.filter(name="claude-judge").update(name=LATIN_HOSTILE[2])
+    built.study.items.filter(benchmark="MEDIQA").update(benchmark=HOSTILE[3])
+    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+    client.force_login(built.members.researcher)
+    tex = client.get(f"/studies/{built.study.pk}/agreement/{snap.pk}/report.tex").content
+    (tmp_path / "table2.tex").write_bytes(tex)
+    (tmp_path / "paper.tex").write_text(
+        "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"
+        "\\usepackage[a4paper,landscape,margin=1cm]{geometry}\n"
+        "\\begin{document}\n\\input{table2}\n\\end{document}\n"
+    )
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    log = (tmp_path / "paper.log").read_text(errors="replace")
+    assert "Missing character" not in log  # every character has a glyph
+    text = pdf_text((tmp_path / "paper.pdf").read_bytes())
+    for name in (LATIN_HOSTILE[0], "rouge_l_f1", "MedCalc-Bench"):
+        assert name in text, name
+    assert (tmp_path / "paper.pdf").read_bytes().startswith(b"%PDF")
