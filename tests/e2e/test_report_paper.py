@@ -1,13 +1,15 @@
 """A researcher on a stored report: copies the methods paragraph, downloads Table 2 as
-LaTeX and the typeset PDF, whose text has the Table 2 values of the JSON."""
+LaTeX, the score table as Parquet and the typeset PDF, whose text has the Table 2 values of
+the JSON."""
 
 from __future__ import annotations
 
 import os
 
+import pandas as pd
 import pytest
 
-from agreement import plots, services
+from agreement import analysis, plots, services
 from tests.agreement.factories import build_study
 from tests.support.browser import log_in
 from tests.support.pdf import pdf_text
@@ -16,7 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SCREENSHOTS = os.environ.get("REPORT_SCREENSHOTS")  # a folder: save what the test saw
 
 
-def test_researcher_copies_the_methods_and_downloads_latex_and_pdf(
+def test_researcher_copies_the_methods_and_downloads_latex_parquet_and_pdf(
     transactional_db, live_server, browser
 ):
     built = build_study(n_items=12, n_clinicians=4, leave_pending=2)
@@ -45,8 +47,14 @@ def test_researcher_copies_the_methods_and_downloads_latex_and_pdf(
         with open(latex.value.path(), encoding="utf-8") as f:
             assert f.read() == services.export_latex(snap)
 
+        with page.expect_download() as parquet:
+            page.get_by_test_id("download-scores-parquet").click()
+        assert parquet.value.suggested_filename.endswith("-scores.parquet")
+        frame = pd.read_parquet(parquet.value.path())
+        assert list(frame.columns) == list(analysis.TIDY_COLUMNS) and len(frame) > 0
+
         with page.expect_download() as pdf:
-            page.get_by_role("link", name="PDF", exact=True).click()
+            page.get_by_test_id("report-head").get_by_role("link", name="PDF").click()
         with open(pdf.value.path(), "rb") as f:
             text = pdf_text(f.read())
         for c in snap.results["cells"]:
