@@ -14,6 +14,7 @@ from django.utils.html import escape
 from agreement import renderings, services
 from delphi.models import TaxonomyNode
 from jury.models import Judge
+from tests.agreement.factories import demo_study_with_jury
 from tests.support.latex import check_structure, plain_text, tabular_columns, tabular_rows
 from tests.support.pdf import pdf_text
 
@@ -222,3 +223,25 @@ def test_the_latex_download_compiles_with_pdflatex(built, client, tmp_path):
     for name in (LATIN_HOSTILE[0], "rouge_l_f1", "MedCalc-Bench"):
         assert name in text, name
     assert (tmp_path / "paper.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_not_estimable_cells_print_the_mark_and_their_reason(db):
+    """The demo's clinician-pair ICC of -20.7: "n.e." in the cell, the reason in a note, no
+    number, in both tables."""
+    study = demo_study_with_jury()
+    snap = services.create_snapshot(study=study, actor=None, parameters=PARAMS)
+    cells = [c for c in snap.results["cells"] if c["section"] == "overall"]
+    not_estimable = [c for c in cells if c["status"] == "not_estimable"]
+    assert not_estimable
+    tex, md = services.export_latex(snap), services.export_markdown(snap)
+    check_structure(tex)
+    rows = {plain_text(r[0][1]): r for r in tabular_rows(tex)[2:] if len(r) > 1}
+    columns = [c["column"] for c in snap.results["columns"]]
+    for c in not_estimable:
+        assert c["reason"] in plain_text(tex)
+        assert renderings.markdown_escape(c["reason"]) in md
+        entries, position = rows[c["row"]], 2
+        for _ in range(columns.index(c["column"])):  # an ok cell takes two entries
+            position += 1 if entries[position][0] == 2 else 2
+        span, src = entries[position]
+        assert span == 2 and plain_text(src) == "n.e."
