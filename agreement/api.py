@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from django.http import Http404, HttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -19,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agreement import analysis, selectors, services
-from agreement.models import ReportSnapshot
+from agreement.models import ReportJob, ReportSnapshot
 from agreement.views import export_response, figure_response, scores_response
 from annotation.access import STUDY_READERS, get_study_for_user
 from annotation.models import RatingStudy
@@ -128,6 +129,25 @@ def _snapshot(request: Request, study_id: int, report_id: int) -> ReportSnapshot
     return snapshot
 
 
+class ReportJobSerializer(serializers.Serializer):
+    """The state of a report being computed (documentation of the job responses)."""
+
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    status = serializers.ChoiceField(choices=ReportJob.Status.choices)
+    stage = serializers.CharField()
+    cells_done = serializers.IntegerField()
+    cells_total = serializers.IntegerField()
+    resamples_per_cell = serializers.IntegerField()
+    resamples_done = serializers.IntegerField()
+    resamples_total = serializers.IntegerField()
+    percent = serializers.IntegerField()
+    error = serializers.CharField()
+    snapshot = serializers.IntegerField(allow_null=True)
+    status_url = serializers.URLField()
+    report_url = serializers.URLField(allow_null=True)
+
+
 class ReportsApi(ListAPIView):
     """A study's report snapshots, newest first (without their results); POST computes one."""
 
@@ -139,19 +159,58 @@ class ReportsApi(ListAPIView):
 
     @extend_schema(
         request=CreateReportSerializer,
-        responses={201: ReportSerializer},
-        summary="Compute a new report snapshot (the seed is drawn and recorded when not given)",
+        responses={202: ReportJobSerializer},
+        summary="Queue a new report snapshot (the seed is drawn and recorded when not given); "
+        "202 with the job's status URL, which names the report once it is computed",
     )
     def post(self, request: Request, study_id: int) -> Response:
         study = _study(request, study_id)
         params = CreateReportSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        snapshot = services.create_snapshot(
-            study=study,
-            actor=request.user,
-            parameters=dict(params.validated_data),
+        job = services.request_report(
+            study=study, actor=request.user, parameters=dict(params.validated_data)
         )
-        return Response(ReportSerializer(snapshot).data, status=status.HTTP_201_CREATED)
+        return _accepted(request, study, job)
+
+
+def _job_state(request: Request, study: RatingStudy, job: ReportJob) -> dict:
+    state = selectors.job_state(job)
+    state["status_url"] = request.build_absolute_uri(
+        reverse("agreement-api:job", kwargs={"study_id": study.pk, "job_id": job.pk})
+    )
+    state["report_url"] = (
+        request.build_absolute_uri(
+            reverse(
+                "agreement-api:report", kwargs={"study_id": study.pk, "report_id": job.snapshot_id}
+            )
+        )
+        if job.snapshot_id
+        else None
+    )
+    return state
+
+
+def _accepted(request: Request, study: RatingStudy, job: ReportJob) -> Response:
+    """202 Accepted with the job's state; Location is its status URL."""
+    state = _job_state(request, study, job)
+    return Response(
+        state, status=status.HTTP_202_ACCEPTED, headers={"Location": state["status_url"]}
+    )
+
+
+class ReportJobApi(APIView):
+    @extend_schema(
+        responses={200: ReportJobSerializer},
+        summary="A report job's state: queued, running (stage, cells and resamples done), "
+        "finished (with the report's URL) or failed (with the reason)",
+    )
+    def get(self, request: Request, study_id: int, job_id: int) -> Response:
+        study = _study(request, study_id)
+        services.fail_stale_jobs(study=study)
+        job = selectors.study_job(study=study, job_id=job_id)
+        if job is None:
+            raise Http404("No such report job.")
+        return Response(_job_state(request, study, job))
 
 
 class ReportApi(RetrieveAPIView):
@@ -166,13 +225,14 @@ class ReportApi(RetrieveAPIView):
 class RecomputeApi(APIView):
     @extend_schema(
         request=None,
-        responses={201: ReportSerializer},
-        summary="Recompute a snapshot with its parameters on today's scores (a new snapshot)",
+        responses={202: ReportJobSerializer},
+        summary="Queue a recomputation of a snapshot with its parameters on today's scores "
+        "(a new snapshot, compared with this one); 202 with the job's status URL",
     )
     def post(self, request: Request, study_id: int, report_id: int) -> Response:
         snapshot = _snapshot(request, study_id, report_id)
-        fresh = services.recompute_snapshot(snapshot=snapshot, actor=request.user)
-        return Response(ReportSerializer(fresh).data, status=status.HTTP_201_CREATED)
+        job = services.request_recomputation(snapshot=snapshot, actor=request.user)
+        return _accepted(request, snapshot.study, job)
 
 
 class ReportCsvApi(APIView):

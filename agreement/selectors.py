@@ -18,8 +18,15 @@ from django.db.models import Q, QuerySet
 
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
-from agreement.models import ReportSnapshot
-from annotation.models import Assignment, Item, Rating, RatingStudy, StudyMembership
+from agreement.models import ReportJob, ReportSnapshot
+from annotation.models import (
+    Assignment,
+    ImportedRating,
+    Item,
+    Rating,
+    RatingStudy,
+    StudyMembership,
+)
 from delphi.models import TaxonomyNode, TaxonomyVersion
 from jury.models import Judge, JudgeCall, JudgeScore, MetricScore
 
@@ -121,8 +128,9 @@ class _ClinicianScores:
 
 
 def _clinician_scores(study: RatingStudy, *, first: bool) -> _ClinicianScores:
-    """Submitted ratings by pseudonym (never a name): as first submitted or as they stand.
-    Cannot-assess answers and missing values are counted, not rows. Two queries."""
+    """Submitted ratings by pseudonym (never a name): as first submitted or as they stand,
+    and imported ratings. Cannot-assess answers and missing values are counted, not rows.
+    Three queries."""
     pseudonyms = dict(
         StudyMembership.objects.filter(
             study=study, role=StudyMembership.Role.CLINICIAN
@@ -149,6 +157,11 @@ def _clinician_scores(study: RatingStudy, *, first: bool) -> _ClinicianScores:
             out.missing += 1
         else:
             out.rows.append((item_id, key, rater, float(v)))
+    # Ratings imported from a long file count as submitted ones (first = latest for them).
+    imported = ImportedRating.objects.filter(study=study).values_list(
+        "item_id", "criterion__key", "rater__pseudonym", "value"
+    )
+    out.rows += [(item_id, key, rater, float(v)) for item_id, key, rater, v in imported]
     return out
 
 
@@ -264,7 +277,7 @@ def score_data(
     ``values="first"`` takes each clinician rating as first submitted, "latest" as it stands.
     ``exclude_flagged`` drops judge scores from flagged verdicts (jury.verdict_flags) and
     builds the jury without them; by default they are in, and counted in the coverage.
-    Always eight queries.
+    Always nine queries.
     """
     if values not in ("latest", "first"):
         raise AgreementError(f"values must be 'latest' or 'first', got {values!r}", field="values")
@@ -351,6 +364,44 @@ def study_snapshots(*, study: RatingStudy) -> QuerySet[ReportSnapshot]:
 def study_snapshot(*, study: RatingStudy, report_id: int) -> ReportSnapshot | None:
     """One snapshot of `study`, or None (also for a snapshot of another study)."""
     return ReportSnapshot.objects.filter(study=study, pk=report_id).first()
+
+
+def open_and_failed_jobs(*, study: RatingStudy, limit: int = 20) -> list[ReportJob]:
+    """A study's report jobs that did not end in a snapshot (queued, running, failed),
+    newest first, for the reports page."""
+    return list(
+        ReportJob.objects.filter(study=study)
+        .exclude(status=ReportJob.Status.FINISHED)
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def study_job(*, study: RatingStudy, job_id: int) -> ReportJob | None:
+    """One report job of `study`, or None (also for a job of another study)."""
+    return ReportJob.objects.filter(study=study, pk=job_id).first()
+
+
+def job_state(job: ReportJob) -> dict[str, object]:
+    """What the job page and the API say about a job, as plain JSON values."""
+    total = job.cells_total
+    return {
+        "id": job.pk,
+        "title": job.title,
+        "status": job.status,
+        "stage": job.stage,
+        "cells_done": job.cells_done,
+        "cells_total": total,
+        "resamples_per_cell": int(job.parameters.get("n_resamples") or 0),
+        "resamples_done": job.resamples_done,
+        "resamples_total": job.resamples_total,
+        "percent": round(100 * job.cells_done / total) if total else 0,
+        "error": job.error,
+        "snapshot": job.snapshot_id,
+        "created_at": job.created_at.isoformat() if job.created_at else None,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+    }
 
 
 def recomputation_ids(*, snapshot: ReportSnapshot) -> list[int]:

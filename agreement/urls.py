@@ -19,6 +19,8 @@ urlpatterns = [
     path("<int:report_id>/report.<str:fmt>", views.report_export, name="export"),
     path("<int:report_id>/figures/<slug:key>.<str:fmt>", views.report_figure, name="figure"),
     path("<int:report_id>/scores/<str:fmt>/", views.report_scores, name="scores"),
+    path("jobs/<int:job_id>/", views.job, name="job"),
+    path("jobs/<int:job_id>/status.json", views.job_status, name="job-status"),
 ]
 
 api_urlpatterns = [
@@ -42,6 +44,7 @@ api_urlpatterns = [
         api_views.ReportScoresApi.as_view(),
         name="scores",
     ),
+    path("jobs/<int:job_id>/", api_views.ReportJobApi.as_view(), name="job"),
 ]
 
 #: For ``include(agreement.urls.api)`` under "api/studies/<int:study_id>/agreement/".

@@ -13,11 +13,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agreement import analysis, plots, presenters, selectors, services
 from agreement.errors import AgreementError
-from agreement.models import ReportSnapshot
+from agreement.models import ReportJob, ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
 
@@ -92,15 +93,15 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
     form = ReportForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            snapshot = services.create_snapshot(
+            job = services.request_report(
                 study=study, actor=request.user, parameters=form.cleaned_data
             )
         except AgreementError as exc:
             for field, msgs in exc.as_dict().items():
                 form.add_error(field if field in form.fields else None, msgs)
         else:
-            messages.success(request, f"Report computed (seed {snapshot.parameters['seed']}).")
-            return redirect("agreement:report", study_id=study.pk, report_id=snapshot.pk)
+            return _after_request(request, study, job)
+    services.fail_stale_jobs(study=study)
     snapshots = list(selectors.study_snapshots(study=study)[:200])
     names = selectors.member_pseudonyms(study=study)
     rows = [(s, names.get(s.created_by_id, plots.DASH)) for s in snapshots]
@@ -111,10 +112,56 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
             "study": study,
             "form": form,
             "rows": rows,
+            "jobs": selectors.open_and_failed_jobs(study=study),
             "is_coordinator": Role.COORDINATOR in roles,
             "judge_notes": selectors.judges_with_notes(study=study),
         },
     )
+
+
+def _after_request(request: HttpRequest, study: RatingStudy, job: ReportJob) -> HttpResponse:
+    """Where a reader goes after asking for a report: the report when it was computed in the
+    request, else the job's progress page."""
+    if job.status == ReportJob.Status.FINISHED:
+        messages.success(request, f"Report computed (seed {job.parameters['seed']}).")
+        return redirect("agreement:report", study_id=study.pk, report_id=job.snapshot_id)
+    return redirect("agreement:job", study_id=study.pk, job_id=job.pk)
+
+
+def _job_of(study: RatingStudy, job_id: int) -> ReportJob:
+    services.fail_stale_jobs(study=study)
+    job = selectors.study_job(study=study, job_id=job_id)
+    if job is None:
+        raise Http404("No such report job.")
+    return job
+
+
+@login_required
+def job(request: HttpRequest, study_id: int, job_id: int) -> HttpResponse:
+    """A report being computed: its stage and progress (updated in place by
+    report_job.js; without JavaScript the page refreshes itself), or why it failed."""
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    found = _job_of(study, job_id)
+    if found.status == ReportJob.Status.FINISHED and found.snapshot_id:
+        return redirect("agreement:report", study_id=study.pk, report_id=found.snapshot_id)
+    return render(
+        request,
+        "agreement/job.html",
+        {"study": study, "job": found, "state": selectors.job_state(found)},
+    )
+
+
+@login_required
+def job_status(request: HttpRequest, study_id: int, job_id: int) -> JsonResponse:
+    """The job's state as JSON, with the report's address once it is done."""
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    found = _job_of(study, job_id)
+    state = selectors.job_state(found)
+    if found.snapshot_id:
+        state["report_url"] = reverse(
+            "agreement:report", kwargs={"study_id": study.pk, "report_id": found.snapshot_id}
+        )
+    return JsonResponse(state)
 
 
 @login_required
@@ -131,27 +178,18 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     )
 
 
-#: Text downloads of a snapshot: extension -> (media type, what writes it).
-TEXT_EXPORTS = {
-    "csv": ("text/csv; charset=utf-8", services.export_csv),
-    "tex": ("application/x-tex; charset=utf-8", services.export_latex),
-    "md": ("text/markdown; charset=utf-8", services.export_markdown),
-}
+#: Download file names: Table 2's files are named for it, the rest for the report.
 EXPORT_NAMES = {"tex": "table2", "md": "table2"}
 
 
 def export_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
-    """The CSV, JSON, PDF, LaTeX (tex) or Markdown (md) of a stored snapshot as a download."""
+    """A stored rendering of a snapshot (CSV, JSON, PDF, LaTeX, Markdown) as a download."""
+    kind = services.DOWNLOADS.get(fmt)
+    if kind is None:
+        raise Http404(f"Exports are {', '.join(sorted(services.DOWNLOADS))}.")
+    content, content_type = services.rendering_of(snapshot, kind)
+    response = HttpResponse(content, content_type=content_type)
     name = f"agreement-{EXPORT_NAMES.get(fmt, 'report')}-{snapshot.study_id}-{snapshot.pk}"
-    if fmt in TEXT_EXPORTS:
-        content_type, write = TEXT_EXPORTS[fmt]
-        response = HttpResponse(write(snapshot), content_type=content_type)
-    elif fmt == "json":
-        response = JsonResponse(services.export_json(snapshot), json_dumps_params={"indent": 2})
-    elif fmt == "pdf":
-        response = HttpResponse(services.export_pdf(snapshot), content_type="application/pdf")
-    else:
-        raise Http404("Exports are csv, json, pdf, tex or md.")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
 
@@ -218,12 +256,14 @@ def report_export(request: HttpRequest, study_id: int, report_id: int, fmt: str)
 def recompute(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
     snapshot = _snapshot_of(study, report_id)
-    fresh = services.recompute_snapshot(snapshot=snapshot, actor=request.user)
-    changes = fresh.results.get("changes", {})
+    job = services.request_recomputation(snapshot=snapshot, actor=request.user)
+    if job.status != ReportJob.Status.FINISHED:
+        return redirect("agreement:job", study_id=study.pk, job_id=job.pk)
+    changes = job.snapshot.results.get("changes", {})
     messages.success(
         request,
         "Recomputed with the same parameters: "
         + ("the scores changed" if changes.get("input_changed") else "the scores are unchanged")
         + f", {changes.get('n_cells_moved', 0)} cell(s) moved.",
     )
-    return redirect("agreement:report", study_id=study.pk, report_id=fresh.pk)
+    return redirect("agreement:report", study_id=study.pk, report_id=job.snapshot_id)

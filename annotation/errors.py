@@ -23,3 +23,19 @@ class AnswersError(AnnotationError):
 
     def as_dict(self) -> dict[str, list[str]]:
         return {key: [reason] for key, reason in self.errors.items()}
+
+
+class LongFileRefused(AnnotationError):
+    """A long file of ratings or scores that was not imported, with every bad line: each
+    error names its line, column and reason (annotation.imports.longfile.LineError)."""
+
+    def __init__(self, errors: list, *, noun: str = "ratings") -> None:
+        self.errors = list(errors)
+        n = len(self.errors)
+        first = "; ".join(str(e) for e in self.errors[:3])
+        more = f" (and {n - 3} more)" if n > 3 else ""
+        super().__init__(
+            f"nothing was imported: {n} problem{'s' if n != 1 else ''} in the {noun} file: "
+            f"{first}{more}",
+            field="file",
+        )

@@ -50,6 +50,9 @@ class CriterionForm(forms.Form):
         help_text='One per line: "1=Very poor".',
     )
     allow_cannot_assess = forms.BooleanField(required=False)
+    allows_decimals = forms.BooleanField(
+        required=False, help_text="Imported ratings may fall between the points (e.g. 3.5)."
+    )
 
     def clean_anchors(self) -> dict[str, str]:
         anchors: dict[str, str] = {}
@@ -100,3 +103,9 @@ class MemberForm(forms.Form):
             ("researcher", "Researcher"),
         ]
     )
+
+
+class LongFileForm(forms.Form):
+    """A long file of ratings or scores; its format is read from its name or content."""
+
+    file = forms.FileField(help_text="CSV (with a header row) or JSON Lines.")

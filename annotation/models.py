@@ -79,6 +79,11 @@ class RubricCriterion(models.Model):
     scale_max = models.SmallIntegerField(default=5)
     anchors = models.JSONField(default=dict, blank=True, help_text='{"1": "Very poor", ...}')
     allow_cannot_assess = models.BooleanField(default=False)
+    allows_decimals = models.BooleanField(
+        default=False,
+        help_text="Values between the scale points (e.g. 3.5) may be imported; the rating "
+        "page still offers whole points only.",
+    )
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
@@ -141,6 +146,9 @@ class StudyMembership(models.Model):
         max_length=32, blank=True, help_text='Stable within the study, e.g. "R03"; used in exports.'
     )
     is_active = models.BooleanField(default=True)
+    # A rater whose ratings came from a file (annotation.services.rating_imports): an
+    # inactive membership of a user who cannot log in, never given assignments.
+    is_imported = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -256,6 +264,44 @@ class Rating(models.Model):
 
     def __str__(self) -> str:
         return f"rating {self.criterion_id}={self.value} on assignment {self.assignment_id}"
+
+
+class ImportedRating(models.Model):
+    """A rating collected elsewhere (another tool, a spreadsheet, an earlier study) and
+    imported from a long file: no assignment stands behind it, the rater is an imported
+    study member. The score table reads it as it reads a submitted Rating."""
+
+    study = models.ForeignKey(
+        RatingStudy, on_delete=models.CASCADE, related_name="imported_ratings"
+    )
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="imported_ratings")
+    rater = models.ForeignKey(
+        StudyMembership, on_delete=models.PROTECT, related_name="imported_ratings"
+    )
+    criterion = models.ForeignKey(
+        RubricCriterion, on_delete=models.PROTECT, related_name="imported_ratings"
+    )
+    # A float: a criterion may allow decimals (RubricCriterion.allows_decimals).
+    value = models.FloatField()
+    comment = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "item", "criterion__position", "rater"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "rater", "criterion"], name="imported_rating_once"
+            ),
+            models.CheckConstraint(
+                condition=Q(value__gte=0, value__lte=100), name="imported_rating_value_0_to_100"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"imported {self.criterion_id}={self.value} on item {self.item_id}"
 
 
 class ImportJob(models.Model):

@@ -12,6 +12,12 @@ urlpatterns = [
     path("<int:study_id>/import/", coordinator.import_items, name="import"),
     path("<int:study_id>/assign/", coordinator.assign, name="assign"),
     path("<int:study_id>/lock/", coordinator.lock, name="lock"),
+    path("<int:study_id>/import/ratings/", coordinator.import_ratings, name="import-ratings"),
+    path(
+        "<int:study_id>/export/ratings-long.csv",
+        coordinator.export_ratings_long,
+        name="export-ratings-long",
+    ),
     path("<int:study_id>/export/ratings.<str:fmt>", coordinator.export_ratings, name="export"),
     path("<int:study_id>/queue/", home.queue, name="queue"),
     path("<int:study_id>/rate/", rating.resume, name="resume"),

@@ -406,14 +406,17 @@ class JudgeScore(models.Model):
 
 
 class MetricScore(models.Model):
-    """An automatic metric (ROUGE-L, BERTScore) of one item's output against its reference."""
+    """An automatic metric of one item's output against its reference: one the site computes
+    (ROUGE-L, BERTScore) or any other imported under its own name (jury.score_imports)."""
 
     class Metric(models.TextChoices):
+        """The metrics the site computes itself; imported ones may have any name."""
+
         ROUGE_L_F1 = "rouge_l_f1", "ROUGE-L F1"
         BERTSCORE_F1 = "bertscore_f1", "BERTScore F1"
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="metric_scores")
-    metric = models.CharField(max_length=32, choices=Metric.choices)
+    metric = models.CharField(max_length=100)
     value = models.FloatField()
     scorer_model = models.CharField(
         max_length=300, blank=True, help_text="e.g. the BERTScore model path"

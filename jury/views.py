@@ -6,14 +6,21 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from annotation import imports
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
+from annotation.services import LongImportSummary
+from annotation.views.long_imports import LongImportPage, long_import_page
 from jury import selectors, services
 from jury.errors import JuryError
 from jury.forms import PromptForm, StartRunForm
 from jury.models import JuryRun
+from jury.score_imports import LONG_SCORE_COLUMNS, scores_long_rows
+from jury.score_imports import import_scores as import_score_file
 from medhelm_site.common.csv_export import csv_lines
 from medhelm_site.domain_errors import add_to_form
 
@@ -177,3 +184,42 @@ def prompt(request: HttpRequest, study_id: int) -> HttpResponse:
             "is_coordinator": Role.COORDINATOR in roles,
         },
     )
+
+
+SCORES_PAGE_COLUMNS = (
+    "external_id, model (the item), kind (judge or metric), scorer (the judge's name, "
+    "created as an imported judge if the site has none by that name; or the metric's name, "
+    "any name, with @scorer-model if it names one), criterion (a rubric key for a judge; "
+    "empty or overall for a metric), value, and optionally comment (a judge's explanation)"
+)
+
+
+@login_required
+@csrf_exempt  # the token is checked by long_import_page, once the upload limit is in place
+def import_scores(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Judge verdicts and metric scores computed elsewhere, from a long file."""
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    size_limit = imports.limit_upload_size(request)
+    page = LongImportPage(
+        kind="scores",
+        columns=SCORES_PAGE_COLUMNS,
+        export_url=reverse("jury:export-scores-long", args=[study.pk]),
+    )
+
+    def importer(data: bytes, name: str) -> LongImportSummary:
+        return import_score_file(study=study, data=data, name=name, actor=request.user)
+
+    return long_import_page(request, study, size_limit, page=page, importer=importer)
+
+
+@login_required
+def export_scores_long(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The machine scores the score table uses, in the long format the scores import reads."""
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    response = StreamingHttpResponse(
+        csv_lines(LONG_SCORE_COLUMNS, scores_long_rows(study=study)), content_type="text/csv"
+    )
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-scores-long.csv"'
+    return response

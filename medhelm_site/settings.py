@@ -276,6 +276,12 @@ JURY_ALLOWED_HOSTS = env_list(
     "api.openai.com,api.anthropic.com,*.openai.azure.com,127.0.0.1,localhost,::1",
 )
 
+# A report being computed in the background (agreement.services.jobs) writes progress every
+# second or so; one with none for this long has lost its worker and is failed with the reason.
+AGREEMENT_REPORT_STALE_SECONDS = env_positive_int("AGREEMENT_REPORT_STALE_SECONDS", 600)
+# The pages and the API queue reports for a Celery worker; off, they compute in the request.
+AGREEMENT_REPORTS_IN_BACKGROUND = env_bool("AGREEMENT_REPORTS_IN_BACKGROUND", True)
+
 # Composition of the apps, by name, so that no app imports one further up the chain
 # (delphi <- annotation <- jury <- agreement):
 # Celery tasks run with the ImportJob id after an item import succeeds (each decides whether

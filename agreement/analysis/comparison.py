@@ -15,6 +15,7 @@ headline figures (all items) are also given without the rule (:mod:`.sensitivity
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,7 +176,7 @@ def _difference_row(
 
 
 def _overall(
-    table: pd.DataFrame, subsets: list, machines: list, s: Settings
+    table: pd.DataFrame, subsets: list, machines: list, s: Settings, tick: Callable[[int], None]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Table 2's cells per row, and the differences: the jury on every row, every machine
     on all items."""
@@ -185,6 +186,7 @@ def _overall(
         sub = table.loc[table["item"].isin(items)]
         these = row_cells(sub, section="overall", group=group, row=row, machines=machines, s=s)
         cells.extend(these)
+        tick(len(these))
         by_column = {c["column"]: c for c in these}
         targets = machines if group == "all" else [m for m in machines if m[0] == "jury"]
         diffs += [
@@ -212,10 +214,12 @@ def comparison_table(
     min_items: int = 3,
     min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
     max_ci_width: float = DEFAULT_MAX_CI_WIDTH,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Comparison:
     """MedHELM Table 2 on every row subset, per criterion, and the differences (see the
     module docstring). ``min_shared_items`` and ``max_ci_width`` are the estimability rule's
-    (with the bounds [-1, 1])."""
+    (with the bounds [-1, 1]). ``progress(cells_done, cells_total)`` is called after each
+    row of cells (each cell is one bootstrap of ``n_resamples``)."""
     s = Settings(
         n_resamples=n_resamples,
         seed=seed,
@@ -227,18 +231,29 @@ def comparison_table(
     )
     machines = machine_columns(table)
     subsets = row_subsets(table)
-    cells, diffs = _overall(table, subsets, machines, s)
+    criteria = criteria_of(table)
+    total = (len(subsets) + len(criteria)) * (len(machines) + 1)
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, total)
+
+    cells, diffs = _overall(table, subsets, machines, s, tick)
     sensitivity = headline_sensitivity(
         table.loc[table["item"].isin(subsets[0][2])],
         cells=[c for c in cells if c["row_group"] == "all"],
         differences=[d for d in diffs if d["row_group"] == "all"],
     )
-    criteria = criteria_of(table)
     for criterion in criteria:
         sub = criterion_subset(table, criterion)
-        cells += row_cells(
+        these = row_cells(
             sub, section="criterion", group="criterion", row=criterion, machines=machines, s=s
         )
+        cells += these
+        tick(len(these))
     return Comparison(
         cells=_counts_as_int(pd.DataFrame(cells, columns=CELL_COLUMNS)),
         differences=_counts_as_int(pd.DataFrame(diffs, columns=DIFFERENCE_COLUMNS)),

@@ -21,12 +21,19 @@ from agreement.services.exports import (
     report_table2,
     stated_method,
 )
+from agreement.services.jobs import (
+    fail_stale_jobs,
+    request_recomputation,
+    request_report,
+    run_report_job,
+)
 from agreement.services.parameters import (
     DEFAULT_PARAMETERS,
     MAX_RESAMPLES,
     MAX_SEED,
     normalise_parameters,
 )
+from agreement.services.renderings import DOWNLOADS, RENDERINGS, page_figures, rendering_of
 from agreement.services.scores import scores_csv, scores_dictionary, scores_parquet, tidy_table
 from agreement.services.snapshots import create_snapshot, recompute_snapshot
 
@@ -34,8 +41,10 @@ __all__ = [
     "COMPARED_FIELDS",
     "CSV_COLUMNS",
     "DEFAULT_PARAMETERS",
+    "DOWNLOADS",
     "MAX_RESAMPLES",
     "MAX_SEED",
+    "RENDERINGS",
     "SENSITIVITY_STATISTICS",
     "TOLERANCE",
     "canonical_hash",
@@ -48,11 +57,17 @@ __all__ = [
     "export_latex",
     "export_markdown",
     "export_pdf",
+    "fail_stale_jobs",
     "jsonable",
     "methods_text",
     "normalise_parameters",
+    "page_figures",
     "recompute_snapshot",
+    "rendering_of",
     "report_table2",
+    "request_recomputation",
+    "request_report",
+    "run_report_job",
     "scores_csv",
     "scores_dictionary",
     "scores_parquet",

@@ -8,7 +8,7 @@ import hashlib
 import io
 import math
 import platform
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -127,8 +127,22 @@ def settings_of(parameters: Mapping[str, Any]) -> analysis.Settings:
     )
 
 
+#: progress(stage, cells_done, cells_total): what a report being computed is doing now.
+Progress = Callable[[str, int, int], None]
+STAGE_READING = "reading the scores"
+STAGE_CELLS = "bootstrapping Table 2 and the per-criterion cells"
+STAGE_SUMMARIES = "leaderboard and figure data"
+
+
+def ignore_progress(stage: str, done: int, total: int) -> None:
+    return None
+
+
 def _results(
-    study: RatingStudy, data: selectors.ScoreData, parameters: Mapping[str, Any]
+    study: RatingStudy,
+    data: selectors.ScoreData,
+    parameters: Mapping[str, Any],
+    progress: Progress = ignore_progress,
 ) -> dict[str, Any]:
     """Everything the page, the exports and the plots show, as plain JSON values."""
     table = data.table
@@ -142,7 +156,9 @@ def _results(
         min_items=s.min_items,
         min_shared_items=s.min_shared_items,
         max_ci_width=s.max_ci_width,
+        progress=lambda done, total: progress(STAGE_CELLS, done, total),
     )
+    progress(STAGE_SUMMARIES, len(comparison.cells), len(comparison.cells))
     board = analysis.leaderboard(table, data.calls)
     return jsonable(
         {
@@ -211,12 +227,14 @@ def _method(
 
 
 def compute_report(
-    *, study: RatingStudy, parameters: Mapping[str, Any]
+    *, study: RatingStudy, parameters: Mapping[str, Any], progress: Progress = ignore_progress
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """(results, method, input hash) for normalised ``parameters``; reads the study once."""
+    """(results, method, input hash) for normalised ``parameters``; reads the study once.
+    ``progress`` hears of each stage and of the bootstrapped cells as they are done."""
+    progress(STAGE_READING, 0, 0)
     data = selectors.score_data(
         study=study, values=parameters["values"], exclude_flagged=parameters["exclude_flagged"]
     )
     input_hash = canonical_hash(data.table)
-    results = _results(study, data, parameters)
+    results = _results(study, data, parameters, progress)
     return results, _method(data, parameters, input_hash), input_hash

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from agreement.models import ReportSnapshot
 from agreement.services.changes import compare_results
-from agreement.services.computing import compute_report
+from agreement.services.computing import Progress, compute_report, ignore_progress
 from agreement.services.parameters import DEFAULT_PARAMETERS, normalise_parameters
 from annotation import audit
 from annotation.models import RatingStudy
@@ -24,11 +24,14 @@ def create_snapshot(
     actor: AbstractBaseUser | None,
     parameters: Mapping[str, Any],
     previous: ReportSnapshot | None = None,
+    progress: Progress = ignore_progress,
 ) -> ReportSnapshot:
     """Compute the report now and store it; it never changes afterwards. Raises
-    ParameterErrors (an AgreementError) for parameters out of range."""
+    ParameterErrors (an AgreementError) for parameters out of range. In the foreground (the
+    `agreement_report` command, tests); the site computes through a ReportJob
+    (agreement.services.jobs)."""
     params = normalise_parameters(parameters)
-    results, method, input_hash = compute_report(study=study, parameters=params)
+    results, method, input_hash = compute_report(study=study, parameters=params, progress=progress)
     if previous is not None:
         results["changes"] = compare_results(
             previous=previous, results=results, input_hash=input_hash, method=method

@@ -13,7 +13,13 @@ from annotation.selectors.dashboard import (
     median_seconds_per_item,
     progress_by_clinician,
 )
-from annotation.selectors.exports import EXPORT_COLUMNS, ValueChoice, rating_export_rows
+from annotation.selectors.exports import (
+    EXPORT_COLUMNS,
+    LONG_RATING_COLUMNS,
+    ValueChoice,
+    rating_export_rows,
+    ratings_long_rows,
+)
 from annotation.selectors.members import (
     account_by_username,
     account_named,
@@ -46,6 +52,7 @@ from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
 
 __all__ = [
     "EXPORT_COLUMNS",
+    "LONG_RATING_COLUMNS",
     "ClinicianProgress",
     "FlaggedItem",
     "QueuePosition",
@@ -68,6 +75,7 @@ __all__ = [
     "queue_position",
     "rater_item",
     "rating_export_rows",
+    "ratings_long_rows",
     "resume_point",
     "role_clashes",
     "roles_in_study",

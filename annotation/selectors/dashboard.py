@@ -29,9 +29,12 @@ class ClinicianProgress:
 
 
 def progress_by_clinician(*, study: RatingStudy) -> list[ClinicianProgress]:
-    memberships = StudyMembership.objects.filter(
-        study=study, role=StudyMembership.Role.CLINICIAN
-    ).select_related("user")
+    # Imported raters have no assignments to progress through.
+    memberships = (
+        StudyMembership.objects.filter(study=study, role=StudyMembership.Role.CLINICIAN)
+        .exclude(is_imported=True)
+        .select_related("user")
+    )
     counts = {
         row["clinician"]: row
         for row in Assignment.objects.filter(study=study)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from annotation.models import Assignment, Rating, RatingStudy, StudyMembership
+from annotation.models import Assignment, ImportedRating, Rating, RatingStudy, StudyMembership
 
 ValueChoice = Literal["latest", "first"]
 
@@ -69,3 +69,55 @@ def rating_export_rows(
             "latest_submitted_at": a.submitted_at.isoformat() if a.submitted_at else "",
             "revised": (r.first_value, r.first_cannot_assess) != (r.value, r.cannot_assess),
         }
+
+
+#: The long format of the ratings import (annotation.services.rating_imports): an export in
+#: it imports into another study with the same items unchanged.
+LONG_RATING_COLUMNS = ["external_id", "model", "rater", "criterion", "value", "comment"]
+
+
+def ratings_long_rows(*, study: RatingStudy) -> list[dict[str, Any]]:
+    """The ratings the score table uses, in the import's long format: submitted ratings as
+    they stand (with a value; cannot-assess answers are not scores) and imported ones,
+    raters by pseudonym, sorted by item, criterion and rater. Three queries."""
+    pseudonyms = dict(
+        StudyMembership.objects.filter(
+            study=study, role=StudyMembership.Role.CLINICIAN
+        ).values_list("user_id", "pseudonym")
+    )
+    rows: list[tuple[tuple, dict[str, Any]]] = []
+    native = Rating.objects.filter(
+        assignment__study=study,
+        assignment__status=Assignment.Status.SUBMITTED,
+        cannot_assess=False,
+        value__isnull=False,
+    ).values_list(
+        "assignment__item_id",
+        "assignment__item__external_id",
+        "assignment__item__model_name",
+        "assignment__clinician_id",
+        "criterion__position",
+        "criterion__key",
+        "value",
+        "comment",
+    )
+    for item_id, ext, model, user_id, position, key, value, comment in native:
+        rater = pseudonyms.get(user_id) or f"clinician-{user_id}"  # as the score table
+        row = {"external_id": ext, "model": model, "rater": rater, "criterion": key}
+        rows.append(((item_id, position, key, rater), {**row, "value": value, "comment": comment}))
+    imported = ImportedRating.objects.filter(study=study).values_list(
+        "item_id",
+        "item__external_id",
+        "item__model_name",
+        "rater__pseudonym",
+        "criterion__position",
+        "criterion__key",
+        "value",
+        "comment",
+    )
+    for item_id, ext, model, rater, position, key, value, comment in imported:
+        shown = int(value) if float(value).is_integer() else value
+        row = {"external_id": ext, "model": model, "rater": rater, "criterion": key}
+        rows.append(((item_id, position, key, rater), {**row, "value": shown, "comment": comment}))
+    rows.sort(key=lambda pair: pair[0])
+    return [row for _key, row in rows]

@@ -8,6 +8,11 @@ for each user-facing change. Callers use `from annotation import services; servi
 from annotation.services.assignment import assign_items
 from annotation.services.items import ItemRow, ItemsCreated, create_items
 from annotation.services.membership import PSEUDONYM_PREFIX, add_member, remove_member
+from annotation.services.rating_imports import (
+    LongImportSummary,
+    file_digest,
+    import_ratings,
+)
 from annotation.services.ratings import (
     CriterionAnswer,
     flag_assignment,
@@ -33,12 +38,15 @@ __all__ = [
     "CriterionAnswer",
     "ItemRow",
     "ItemsCreated",
+    "LongImportSummary",
     "add_member",
     "assign_items",
     "create_items",
     "create_study",
     "ensure_medhelm_rubric_template",
+    "file_digest",
     "flag_assignment",
+    "import_ratings",
     "remove_member",
     "save_draft",
     "set_study_lock",

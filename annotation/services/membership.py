@@ -102,6 +102,10 @@ def add_member(
         .filter(study=study, user=user, role=role)
         .first()
     )
+    if existing is not None and existing.is_imported:
+        raise AnnotationError(
+            "an imported rater has no login and takes no part on the site", field="user"
+        )
     if existing is not None:
         if not existing.is_active:
             existing.is_active = True
@@ -111,10 +115,8 @@ def add_member(
             audit.record(actor=actor, action="membership.reactivate", target=existing, study=study)
             _rebalance_if_assigned(study=study, role=role, actor=actor)
         return existing
-    prefix = PSEUDONYM_PREFIX[role]
-    taken = StudyMembership.objects.filter(study=study, role=role).count()
     membership = StudyMembership.objects.create(
-        study=study, user=user, role=role, pseudonym=f"{prefix}{taken + 1:02d}"
+        study=study, user=user, role=role, pseudonym=_free_pseudonym(study, role)
     )
     audit.record(
         actor=actor,
@@ -125,6 +127,17 @@ def add_member(
     )
     _rebalance_if_assigned(study=study, role=role, actor=actor)
     return membership
+
+
+def _free_pseudonym(study: RatingStudy, role: str) -> str:
+    """The role's next pseudonym (R01, R02, ...) that no member holds: imported raters keep
+    the pseudonyms of their file, which may be of the same form."""
+    prefix = PSEUDONYM_PREFIX[role]
+    n = StudyMembership.objects.filter(study=study, role=role, is_imported=False).count() + 1
+    held = set(StudyMembership.objects.filter(study=study).values_list("pseudonym", flat=True))
+    while f"{prefix}{n:02d}" in held:
+        n += 1
+    return f"{prefix}{n:02d}"
 
 
 def _restore_withdrawn_drafts(*, study: RatingStudy, user: AbstractBaseUser) -> None:

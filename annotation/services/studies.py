@@ -29,6 +29,7 @@ CRITERION_FIELDS = (
     "scale_max",
     "anchors",
     "allow_cannot_assess",
+    "allows_decimals",
 )
 
 
@@ -86,6 +87,7 @@ def validate_criteria(criteria: Sequence[Mapping[str, Any]]) -> list[dict[str, A
                 "scale_max": hi,
                 "anchors": {str(int(p)): str(t) for p, t in anchors.items()},
                 "allow_cannot_assess": bool(raw.get("allow_cannot_assess", False)),
+                "allows_decimals": bool(raw.get("allows_decimals", False)),
             }
         )
     return cleaned
@@ -211,12 +213,20 @@ def _criterion_state(c: RubricCriterion) -> dict[str, Any]:
     return {f: getattr(c, f) for f in CRITERION_FIELDS}
 
 
+def _has_decimals(criterion: RubricCriterion) -> bool:
+    """Whether an imported rating of `criterion` lies between two whole points."""
+    values = criterion.imported_ratings.values_list("value", flat=True)
+    return any(not float(v).is_integer() for v in values.iterator())
+
+
 def _replace_criteria(
     *, study: RatingStudy, criteria: Sequence[Mapping[str, Any]], actor: AbstractBaseUser
 ) -> None:
     cleaned = validate_criteria(criteria)
     current = {c.key: c for c in study.criteria.all()}
-    rated = study.assignments.filter(ratings__isnull=False).exists()
+    rated = (
+        study.assignments.filter(ratings__isnull=False).exists() or study.imported_ratings.exists()
+    )
     if rated:
         new_keys = [c["key"] for c in cleaned]
         if sorted(new_keys) != sorted(current):
@@ -229,6 +239,11 @@ def _replace_criteria(
             if (old.scale_min, old.scale_max) != (c["scale_min"], c["scale_max"]):
                 raise AnnotationError(
                     "ratings exist already: the scale cannot change", field=f"criteria.{c['key']}"
+                )
+            if old.allows_decimals and not c["allows_decimals"] and _has_decimals(old):
+                raise AnnotationError(
+                    "imported ratings between the scale points exist: decimals stay allowed",
+                    field=f"criteria.{c['key']}",
                 )
     before = [_criterion_state(c) for c in current.values()]
     for pos, c in enumerate(cleaned):

@@ -16,6 +16,7 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
@@ -24,9 +25,16 @@ from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.errors import AnnotationError
 from annotation.forms import CriterionFormSet, ImportForm, MemberForm, StudyForm, criteria_initial
 from annotation.models import ImportJob, RatingStudy
+from annotation.views.long_imports import LongImportPage, long_import_page
 from medhelm_site.common.csv_export import csv_lines
 from medhelm_site.common.querying import parse_id
 from medhelm_site.domain_errors import add_to_form
+
+RATINGS_PAGE_COLUMNS = (
+    "external_id, model (the item), rater (a pseudonym; each becomes an imported member "
+    "without login or assignments), criterion (a rubric key), value (on the criterion's "
+    "scale; decimals only where the criterion allows them), and optionally comment"
+)
 
 
 def _criteria_from(formset) -> list[dict]:
@@ -308,5 +316,38 @@ def export_ratings(request: HttpRequest, study_id: int, fmt: str) -> HttpRespons
         response = StreamingHttpResponse(
             csv_lines(selectors.EXPORT_COLUMNS, rows), content_type="text/csv"
         )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+@csrf_exempt  # the token is checked by long_import_page, once the upload limit is in place
+def import_ratings(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Ratings collected elsewhere, from a long file (annotation.services.rating_imports)."""
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    size_limit = imports.limit_upload_size(request)
+    page = LongImportPage(
+        kind="ratings",
+        columns=RATINGS_PAGE_COLUMNS,
+        export_url=reverse("annotation:export-ratings-long", args=[study.pk]),
+    )
+
+    def importer(data: bytes, name: str) -> services.LongImportSummary:
+        return services.import_ratings(study=study, data=data, name=name, actor=request.user)
+
+    return long_import_page(request, study, size_limit, page=page, importer=importer)
+
+
+@login_required
+def export_ratings_long(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The ratings the score table uses, in the long format the ratings import reads."""
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    rows = selectors.ratings_long_rows(study=study)
+    response = StreamingHttpResponse(
+        csv_lines(selectors.LONG_RATING_COLUMNS, rows), content_type="text/csv"
+    )
+    filename = f"study-{study.pk}-ratings-long.csv"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

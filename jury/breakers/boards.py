@@ -43,7 +43,9 @@ class AsyncStore(Protocol):
     async def save(self, endpoint: str, token: Any, state: BreakerState) -> bool: ...
 
 
-def _admit(holder: str, lease: float, budget: float, settings: BreakerSettings) -> Change:
+def _admit(
+    holder: str, lease: float, budget: float, began_at: float, settings: BreakerSettings
+) -> Change:
     def change(state: BreakerState, now: float) -> tuple[Admission, BreakerState]:
         return rules.admit(
             state,
@@ -51,6 +53,7 @@ def _admit(holder: str, lease: float, budget: float, settings: BreakerSettings) 
             holder=holder,
             lease_seconds=lease,
             budget_seconds=budget,
+            began_at=began_at,
             settings=settings,
         )
 
@@ -103,12 +106,13 @@ class Board:
         holder: str,
         lease_seconds: float,
         budget_seconds: float,
+        began_at: float,
         sleep: Callable[[float], None],
         cancelled: Callable[[], bool],
     ) -> tuple[Turn | None, BreakerState]:
         """Wait while the endpoint is paused: SEND or PROBE, GIVE_UP (the outage outlasted
         the budget), or None when `cancelled()` (checked while waiting)."""
-        ask = _admit(holder, lease_seconds, budget_seconds, self.settings)
+        ask = _admit(holder, lease_seconds, budget_seconds, began_at, self.settings)
         while True:
             admission, state = self.change(endpoint, ask)
             if admission.turn is not Turn.WAIT:
@@ -170,12 +174,13 @@ class AsyncBoard:
         holder: str,
         lease_seconds: float,
         budget_seconds: float,
+        began_at: float,
         cancelled: Callable[[], bool],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> tuple[Turn | None, BreakerState]:
         """As Board.wait_turn; a state read less than a second ago answers without Redis
         unless this call may take the probe or close a stale breaker."""
-        ask = _admit(holder, lease_seconds, budget_seconds, self.settings)
+        ask = _admit(holder, lease_seconds, budget_seconds, began_at, self.settings)
         while True:
             seen = self._fresh(endpoint)
             admission = None

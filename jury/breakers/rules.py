@@ -116,10 +116,14 @@ def admit(
     holder: str,
     lease_seconds: float,
     budget_seconds: float,
+    began_at: float,
     settings: BreakerSettings,
 ) -> tuple[Admission, BreakerState]:
     """May the call `holder` send now? The new state (a probe taken, a stale breaker closed).
-    A call gives up only right after a failed probe, never on a breaker nobody tests."""
+    A call gives up only right after a failed probe, never on a breaker nobody tests, and
+    only once it has itself waited its budget: the outage is counted from when it opened or
+    from `began_at` (when the call began, wall clock), whichever is later, so a call resumed
+    after a long outage gets its whole budget instead of ending on an old breaker."""
     if not state.is_open:
         return Admission(Turn.SEND), state
     if is_stale(state, now=now, settings=settings):
@@ -130,7 +134,7 @@ def admit(
             state, probe_holder=holder, probe_until=now + lease_seconds
         )
     assert state.opened_at is not None
-    if probe_free and now - state.opened_at >= budget_seconds:
+    if probe_free and now - max(state.opened_at, began_at) >= budget_seconds:
         return Admission(Turn.GIVE_UP), state
     until = state.next_probe_at if probe_free else min(state.probe_until, now + 1.0)
     return Admission(Turn.WAIT, wait_seconds=max(until - now, 0.05)), state

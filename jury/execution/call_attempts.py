@@ -25,6 +25,7 @@ class CallAttempts:
     attempts: int = 0  # requests sent
     spent: int = 0  # failed requests counted against max_attempts
     started: float = field(default_factory=time.monotonic)
+    began_at: float = field(default_factory=time.time)  # wall clock, as the breakers keep it
     log: list[AttemptRecord] = field(default_factory=list)
     last_error: str = ""
     last_status: str = JudgeCall.Status.PROVIDER_ERROR

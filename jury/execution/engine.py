@@ -376,6 +376,7 @@ class Engine:
             holder=call.holder,
             lease_seconds=job.request.timeout_seconds + breakers.PROBE_MARGIN_SECONDS,
             budget_seconds=call.budget_seconds,
+            began_at=call.began_at,
             cancelled=lambda: state.cancelled,
         )
         if turn is None:

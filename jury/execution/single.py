@@ -163,6 +163,7 @@ class _Attempts:
             holder=self.tries.holder,
             lease_seconds=self.request.timeout_seconds + breakers.PROBE_MARGIN_SECONDS,
             budget_seconds=self.judge.retry_budget_seconds,
+            began_at=self.tries.began_at,
             sleep=self.sleep,
             cancelled=self.cancelled,
         )

@@ -181,8 +181,18 @@ def test_query_count_does_not_grow_with_the_study(db):
                 item=item, judge=Judge.objects.get(name="third"), criterion=c, value=2.0
             )
         MetricScore.objects.create(item=item, metric="bertscore_f1", value=0.5)
+    lines = "".join(
+        f"{item.external_id},{item.model_name},ext-{i % 3},accuracy,{i % 5 + 1}\n"
+        for i, item in enumerate(large.items)
+    )
+    annotation_services.import_ratings(
+        study=large.study,
+        data=f"external_id,model,rater,criterion,value\n{lines}".encode(),
+        name="ratings.csv",
+        actor=None,
+    )
     n_small, n_large = _count_queries(small.study), _count_queries(large.study)
-    assert n_small == n_large == 8
+    assert n_small == n_large == 9
 
 
 def test_an_empty_study_gives_an_empty_table(db):

@@ -32,9 +32,15 @@ def down(state: BreakerState, now: float, holder: str = "a") -> BreakerState:
     )
 
 
-def ask(state: BreakerState, now: float, holder: str, budget: float = 900.0):
+def ask(state: BreakerState, now: float, holder: str, budget: float = 900.0, began_at: float = T0):
     return admit(
-        state, now=now, holder=holder, lease_seconds=60.0, budget_seconds=budget, settings=SETTINGS
+        state,
+        now=now,
+        holder=holder,
+        lease_seconds=60.0,
+        budget_seconds=budget,
+        began_at=began_at,
+        settings=SETTINGS,
     )
 
 
@@ -131,6 +137,21 @@ def test_waiting_calls_give_up_after_their_budget_but_only_right_after_a_failed_
     assert ask(failed, T0 + 64, "b", budget)[0].turn is Turn.GIVE_UP
     # within the budget: wait
     assert ask(down(ask(state, T0 + 6, "a")[1], T0 + 7), T0 + 8, "b", budget)[0].turn is Turn.WAIT
+
+
+def test_a_call_that_began_after_the_outage_opened_waits_its_own_whole_budget():
+    """A call resumed long after the breaker opened (the outage outlasted the first calls'
+    budgets) is not ended by the old breaker: it waits its budget from its own start."""
+    budget = 60.0
+    failed = down(ask(opened(), T0 + 100, "a", budget)[1], T0 + 101, holder="a")
+    resumed_at = T0 + 101.5
+    waiting = ask(failed, T0 + 102, "b", budget, began_at=resumed_at)[0]
+    assert waiting.turn is Turn.WAIT
+    # its own budget spent, right after a failed probe: it gives up
+    again = down(ask(failed, T0 + 160, "a", budget)[1], T0 + 161, holder="a")
+    assert ask(again, T0 + 162, "b", budget, began_at=resumed_at)[0].turn is Turn.GIVE_UP
+    # a call that began before the outage gives up on the same breaker at once
+    assert ask(failed, T0 + 102, "c", budget, began_at=T0 - 10)[0].turn is Turn.GIVE_UP
 
 
 def test_an_open_breaker_nobody_probed_for_long_is_forgotten():

@@ -50,7 +50,7 @@ def boards(store, clock: Clock) -> tuple[Board, Board]:
 
 
 def turn(board: Board, holder: str) -> Turn | None:
-    ask = {"holder": holder, "lease_seconds": 60.0, "budget_seconds": 900.0}
+    ask = {"holder": holder, "lease_seconds": 60.0, "budget_seconds": 900.0, "began_at": 0.0}
     return board.wait_turn(ENDPOINT, **ask, sleep=no_sleep, cancelled=lambda: True)[0]
 
 
@@ -91,7 +91,7 @@ def test_the_event_loop_board_shares_the_state_of_the_redis_store(redis_limits):
     async def scenario() -> list[Turn | None]:
         client = redis.asyncio.Redis.from_url(LIMITS_REDIS_URL)
         board = AsyncBoard(AsyncRedisStore(client, redis_limits), settings=SETTINGS, clock=clock)
-        ask = {"holder": "engine", "lease_seconds": 60.0, "budget_seconds": 900.0}
+        ask = {"holder": "engine", "lease_seconds": 60.0, "budget_seconds": 900.0, "began_at": 0.0}
         try:
             for _ in range(2):
                 await board.record(ENDPOINT, holder="engine", signal=Signal.DOWN, error="reset")

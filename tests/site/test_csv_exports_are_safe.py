@@ -162,6 +162,30 @@ def test_ratings_export_quotes_comments_ids_models_and_benchmarks(hostile_study,
     assert_numbers(rows, ("item_id", "value", "time_spent_seconds"), url)
 
 
+def test_long_ratings_and_scores_exports_quote_ids_models_names_and_comments(hostile_study, client):
+    built, texts = hostile_study
+    client.force_login(built.members.researcher)
+    study = built.study.pk
+    url = f"/studies/{study}/export/ratings-long.csv"
+    rows = download(client, url)
+    quoted = quoted_cells(rows, url)
+    for kind in ("external_ids", "models"):
+        assert texts[kind] <= quoted, (kind, texts[kind] - quoted)
+    # The long file holds scores: a cannot-assess answer (and its comment) is not one.
+    scored = Rating.objects.filter(
+        assignment__study=built.study, assignment__status="submitted", value__isnull=False
+    )
+    comments = set(scored.values_list("comment", flat=True))
+    assert len(comments) > 5 and comments <= quoted, comments - quoted
+    assert_numbers(rows, ("value",), url)
+    url = f"/studies/{study}/jury/export/scores-long.csv"
+    rows = download(client, url)
+    quoted = quoted_cells(rows, url)
+    for kind in ("external_ids", "models", "judges"):
+        assert texts[kind] <= quoted, (kind, texts[kind] - quoted)
+    assert_numbers(rows, ("value",), url)
+
+
 def test_jury_calls_csv_quotes_judge_names_ids_and_errors(hostile_study, client):
     built, texts = hostile_study
     client.force_login(built.members.researcher)
@@ -365,6 +389,8 @@ def test_every_delphi_csv_export_quotes_user_text(db, client):
 
 COVERED_ROUTES = {
     "studies/<int:study_id>/export/ratings.<str:fmt>",
+    "studies/<int:study_id>/export/ratings-long.csv",
+    "studies/<int:study_id>/jury/export/scores-long.csv",
     "studies/<int:study_id>/jury/runs/<int:run_id>/calls.csv",
     "studies/<int:study_id>/jury/runs/<int:run_id>/attempts.csv",
     "studies/<int:study_id>/agreement/<int:report_id>/report.<str:fmt>",

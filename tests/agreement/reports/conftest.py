@@ -15,6 +15,13 @@ from tests.agreement.factories import Built, build_study
 SECRET_NAMES = ("Zephyrine", "Quillfeather")
 
 
+@pytest.fixture(autouse=True)
+def reports_in_the_request(settings) -> None:
+    """These tests read what a report shows: the pages and the API compute it in the request
+    (tests/agreement/reports/test_background_jobs.py covers the worker's way)."""
+    settings.AGREEMENT_REPORTS_IN_BACKGROUND = False
+
+
 @pytest.fixture
 def built(db) -> Built:
     b = build_study(n_items=12, n_clinicians=4, leave_pending=2)

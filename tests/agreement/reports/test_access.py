@@ -55,5 +55,5 @@ def test_api_access(built, api_as):
         for url in urls:
             assert api.get(url).status_code == expected, (user, url)
         assert api.post(base, {"n_resamples": 20}, format="json").status_code == (
-            201 if expected == 200 else expected
+            202 if expected == 200 else expected
         )

@@ -1,8 +1,11 @@
-"""The reports API: list, create, read, recompute, download; bad parameters are a 400."""
+"""The reports API: list, create, read, recompute, download; bad parameters are a 400.
+Creating or recomputing answers 202 with the job's status URL, which names the report."""
 
 from __future__ import annotations
 
 import json
+
+from tests.agreement.reports.jobs import created_report
 
 
 def test_api_list_create_get_and_downloads(built, api_as):
@@ -11,8 +14,7 @@ def test_api_list_create_get_and_downloads(built, api_as):
     created = api.post(
         base, {"n_resamples": 30, "seed": 9, "ci_method": "percentile"}, format="json"
     )
-    assert created.status_code == 201, created.content
-    body = created.json()
+    body = created_report(api, created)
     assert body["parameters"]["seed"] == 9 and body["method"]["ci_method"].endswith("percentile")
     listing = api.get(base).json()
     assert listing["count"] == 1 and "results" not in listing["results"][0]
@@ -23,7 +25,7 @@ def test_api_list_create_get_and_downloads(built, api_as):
     pdf = api.get(f"{base}{body['id']}/pdf/")
     assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
     again = api.post(f"{base}{body['id']}/recompute/")
-    assert again.status_code == 201 and again.json()["previous"] == body["id"]
+    assert created_report(api, again)["previous"] == body["id"]
     bad = api.post(base, {"n_resamples": 2, "confidence": 2}, format="json")
     assert bad.status_code == 400 and {"n_resamples", "confidence"} <= set(bad.json())
 
@@ -41,3 +43,4 @@ def test_api_schema_includes_the_report_endpoints(built, api_as):
         "{report_id}/recompute/",
     ):
         assert prefix + suffix in paths
+    assert "/api/studies/{study_id}/agreement/jobs/{job_id}/" in paths

@@ -21,6 +21,7 @@ from agreement.models import ReportSnapshot
 from agreement.stats import clinician_pairwise
 from agreement.stats.estimability import number
 from tests.agreement.factories import demo_study_with_jury
+from tests.agreement.reports.jobs import created_report
 from tests.support.pdf import pdf_text
 
 PARAMS = {"n_resamples": 100, "seed": 1}
@@ -158,7 +159,7 @@ def test_the_rule_parameters_are_validated_and_stored(built, client, api_as):
     refused = api.post(url, {**PARAMS, "max_ci_width": 3}, format="json")
     assert refused.status_code == 400 and "max_ci_width" in refused.json()
     created = api.post(url, {**PARAMS, "max_ci_width": 0.7}, format="json")
-    assert created.status_code == 201 and created.json()["parameters"]["max_ci_width"] == 0.7
+    assert created_report(api, created)["parameters"]["max_ci_width"] == 0.7
     client.force_login(built.members.researcher)
     form = {"n_resamples": 30, "confidence": 0.95, "ci_method": "bca", "values": "latest"}
     before = ReportSnapshot.objects.count()

@@ -16,6 +16,7 @@ from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
 from jury.models import JudgeCall, JudgeScore
 from tests.agreement.factories import build_study
+from tests.agreement.reports.jobs import created_report
 from tests.support.pdf import pdf_text
 
 FLAG = [{"code": "obeys_planted_text", "message": "Planted text obeyed."}]
@@ -150,11 +151,14 @@ def test_the_form_api_and_parameters_take_the_option(flagged, client, api_as):
     assert response.status_code == 302
     assert ReportSnapshot.objects.get().parameters["exclude_flagged"] is True
     api = api_as(flagged.members.researcher)
-    body = api.post(
-        f"/api/studies/{flagged.study.pk}/agreement/reports/",
-        {**PARAMS, "exclude_flagged": False},
-        format="json",
-    ).json()
+    body = created_report(
+        api,
+        api.post(
+            f"/api/studies/{flagged.study.pk}/agreement/reports/",
+            {**PARAMS, "exclude_flagged": False},
+            format="json",
+        ),
+    )
     assert body["parameters"]["exclude_flagged"] is False
     with pytest.raises(AgreementError) as exc:
         services.normalise_parameters({"exclude_flagged": "yes"})

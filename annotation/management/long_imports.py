@@ -1,0 +1,74 @@
+"""The shared body of `manage.py import_ratings` and `manage.py import_scores`: the same
+service as the upload page, the summary printed, or every bad line as "line N, column C:
+reason" and a non-zero exit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.errors import AnnotationError, LongFileRefused
+from annotation.models import RatingStudy, StudyMembership
+from annotation.services import LongImportSummary
+
+
+class LongImportCommand(BaseCommand):
+    kind = "ratings"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--study", type=int, required=True, help="Rating study id.")
+        parser.add_argument(
+            "--as",
+            dest="username",
+            help="Who imports (a coordinator of the study, or staff); default: the study's "
+            "creator. The audit log names them.",
+        )
+        parser.add_argument("path", help="The long file: .csv or .jsonl (else read from content).")
+
+    def run_import(
+        self, *, study: RatingStudy, data: bytes, name: str, actor: AbstractBaseUser
+    ) -> LongImportSummary:
+        raise NotImplementedError
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = RatingStudy.objects.filter(pk=options["study"]).first()
+        if study is None:
+            raise CommandError(f"no rating study with id {options['study']}")
+        actor = self._actor(study, options["username"])
+        path = Path(options["path"])
+        if not path.is_file():
+            raise CommandError(f"{path} is not a file")
+        try:
+            summary = self.run_import(
+                study=study, data=path.read_bytes(), name=path.name, actor=actor
+            )
+        except LongFileRefused as exc:
+            for error in exc.errors:
+                self.stderr.write(str(error))
+            raise CommandError(
+                f"nothing was imported: {len(exc.errors)} problem(s) in {path.name}"
+            ) from exc
+        except AnnotationError as exc:
+            raise CommandError(exc.message) from exc
+        self.stdout.write(
+            f"{summary.lines} lines ({summary.file_format}): {summary.created} {self.kind} "
+            f"created, {summary.unchanged} unchanged"
+            + (f"; new: {', '.join(summary.new_names)}" if summary.new_names else "")
+        )
+
+    def _actor(self, study: RatingStudy, username: str | None) -> AbstractBaseUser:
+        if not username:
+            return study.created_by
+        actor = get_user_model().objects.filter(username=username).first()
+        if actor is None:
+            raise CommandError(f"no user {username!r}")
+        coordinator = StudyMembership.objects.filter(
+            study=study, user=actor, role=StudyMembership.Role.COORDINATOR, is_active=True
+        ).exists()
+        if not (coordinator or actor.is_staff):
+            raise CommandError(f"{username} is neither a coordinator of the study nor staff")
+        return actor

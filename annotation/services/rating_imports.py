@@ -1,0 +1,229 @@
+"""Importing human ratings collected elsewhere from a long file (CSV or JSONL).
+
+Columns: external_id, model, rater (a pseudonym), criterion, value, and optionally comment.
+Any design is accepted (raters may differ per item). Raters become pseudonymous study
+members flagged as imported: inactive memberships of users who cannot log in, so that no
+assignment is ever dealt to them. All or nothing: every bad line is reported and nothing
+is written unless the whole file is good. A line whose rating is stored already with the
+same value and comment is unchanged (importing a file twice changes nothing); a different
+value or comment refuses the import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from annotation import audit
+from annotation.errors import AnnotationError, LongFileRefused
+from annotation.imports.longchecks import ITEM_ALIASES, StudyIndex, scale_value, text_cell
+from annotation.imports.longfile import LineError, LongRecord, read_long_file
+from annotation.models import ImportedRating, RatingStudy, StudyMembership
+
+RATING_COLUMNS = ("external_id", "model", "rater", "criterion", "value")
+RATING_OPTIONAL = ("comment",)
+RATING_ALIASES = {**ITEM_ALIASES, "pseudonym": "rater", "rater_pseudonym": "rater"}
+PSEUDONYM_MAX = StudyMembership._meta.get_field("pseudonym").max_length
+
+
+@dataclass(frozen=True)
+class LongImportSummary:
+    """What an import of a long file did: lines read, scores created and unchanged, and the
+    raters (or judges, metrics) that were new to the study."""
+
+    file_format: str
+    lines: int
+    created: int
+    unchanged: int
+    new_names: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # every rater (judge, metric) in the file
+
+    def as_dict(self) -> dict:
+        return {
+            "file_format": self.file_format,
+            "lines": self.lines,
+            "created": self.created,
+            "unchanged": self.unchanged,
+            "new_names": self.new_names,
+            "names": self.names,
+        }
+
+
+@dataclass(frozen=True)
+class _Line:
+    line: int
+    item_id: int
+    rater: str
+    criterion_id: int
+    value: float
+    comment: str
+
+
+def file_digest(data: bytes) -> str:
+    """The SHA-256 of an imported file, so that the audit row names exactly what came in."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def import_ratings(
+    *, study: RatingStudy, data: bytes, name: str, actor: AbstractBaseUser | None
+) -> LongImportSummary:
+    """Import the ratings of a long file into `study`; raise LongFileRefused with every bad
+    line, or AnnotationError for a locked study. One transaction."""
+    parsed = read_long_file(
+        data, name=name, required=RATING_COLUMNS, optional=RATING_OPTIONAL, aliases=RATING_ALIASES
+    )
+    with transaction.atomic():
+        study = RatingStudy.objects.select_for_update().get(pk=study.pk)
+        if study.is_locked:
+            raise AnnotationError("the study is locked: ratings are frozen", field="study")
+        errors = list(parsed.errors)
+        members = {m.pseudonym: m for m in StudyMembership.objects.filter(study=study)}
+        lines = _check_lines(study, parsed.records, members, errors)
+        stored = _stored(study)
+        new, unchanged = _against_stored(lines, stored, errors)
+        if errors:
+            errors.sort(key=lambda e: e.line)
+            raise LongFileRefused(errors, noun="ratings")
+        raters = sorted({line.rater for line in lines})
+        new_raters = [r for r in raters if r not in members]
+        for pseudonym in new_raters:
+            members[pseudonym] = _imported_member(study, pseudonym, actor)
+        ImportedRating.objects.bulk_create(
+            ImportedRating(
+                study=study,
+                item_id=line.item_id,
+                rater=members[line.rater],
+                criterion_id=line.criterion_id,
+                value=line.value,
+                comment=line.comment,
+                created_by=actor if actor is not None and actor.is_authenticated else None,
+            )
+            for line in new
+        )
+        summary = LongImportSummary(
+            file_format=parsed.file_format,
+            lines=len(parsed.records),
+            created=len(new),
+            unchanged=unchanged,
+            new_names=new_raters,
+            names=raters,
+        )
+        if new:
+            audit.record(
+                actor=actor,
+                action="ratings.import",
+                target=study,
+                study=study,
+                after={"file": name, "sha256": file_digest(data), **summary.as_dict()},
+            )
+    return summary
+
+
+def _check_lines(
+    study: RatingStudy,
+    records: list[LongRecord],
+    members: dict[str, StudyMembership],
+    errors: list[LineError],
+) -> list[_Line]:
+    """The good lines; every problem of the others (and duplicates) goes to `errors`."""
+    index = StudyIndex.of(study)
+    first_line: dict[tuple[int, str, int], int] = {}
+    lines: list[_Line] = []
+    for record in records:
+        before = len(errors)
+        item_id = index.item(record, errors)
+        criterion = index.criterion(record, errors)
+        value = scale_value(record, criterion, errors)
+        rater = text_cell(record, "rater", errors, max_length=PSEUDONYM_MAX)
+        member = members.get(rater) if rater else None
+        if member is not None and not member.is_imported:
+            reason = (
+                f"{rater!r} is the pseudonym of a member who takes part on this site; "
+                "give imported raters pseudonyms of their own"
+            )
+            errors.append(LineError(record.line, "rater", reason))
+        if len(errors) > before:
+            continue
+        key = (item_id, rater, criterion.pk)
+        if key in first_line:
+            reason = (
+                f"rater {rater!r} rates {criterion.key} of this item twice "
+                f"(first at line {first_line[key]})"
+            )
+            errors.append(LineError(record.line, "rater", reason))
+            continue
+        first_line[key] = record.line
+        comment = record.cells["comment"]
+        if "\x00" in comment:
+            errors.append(LineError(record.line, "comment", "contains a NUL character"))
+            continue
+        lines.append(_Line(record.line, item_id, rater, criterion.pk, value, comment))
+    return lines
+
+
+def _stored(study: RatingStudy) -> dict[tuple[int, str, int], tuple[float, str]]:
+    """(item, rater pseudonym, criterion) -> (value, comment) of the imported ratings."""
+    return {
+        (item_id, rater, criterion_id): (value, comment)
+        for item_id, rater, criterion_id, value, comment in ImportedRating.objects.filter(
+            study=study
+        ).values_list("item_id", "rater__pseudonym", "criterion_id", "value", "comment")
+    }
+
+
+def _against_stored(
+    lines: list[_Line],
+    stored: dict[tuple[int, str, int], tuple[float, str]],
+    errors: list[LineError],
+) -> tuple[list[_Line], int]:
+    """(lines to create, how many are stored already as they are); conflicts to `errors`."""
+    new: list[_Line] = []
+    unchanged = 0
+    for line in lines:
+        existing = stored.get((line.item_id, line.rater, line.criterion_id))
+        if existing is None:
+            new.append(line)
+        elif existing == (line.value, line.comment):
+            unchanged += 1
+        else:
+            value, comment = existing
+            what = f"the value {value:g}" if value != line.value else f"the comment {comment!r}"
+            reason = (
+                f"conflicts with the rating imported before, which has {what}; an import "
+                "never changes a stored rating"
+            )
+            errors.append(
+                LineError(line.line, "value" if value != line.value else "comment", reason)
+            )
+    return new, unchanged
+
+
+def _imported_member(
+    study: RatingStudy, pseudonym: str, actor: AbstractBaseUser | None
+) -> StudyMembership:
+    """A user who cannot log in, and their inactive clinician membership flagged imported."""
+    user_model = get_user_model()
+    user = user_model(username=f"imported-s{study.pk}-{secrets.token_hex(8)}", is_active=False)
+    user.set_unusable_password()
+    user.save()
+    membership = StudyMembership.objects.create(
+        study=study,
+        user=user,
+        role=StudyMembership.Role.CLINICIAN,
+        pseudonym=pseudonym,
+        is_active=False,
+        is_imported=True,
+    )
+    audit.record(
+        actor=actor,
+        action="membership.import",
+        target=membership,
+        study=study,
+        after={"pseudonym": pseudonym, "role": membership.role, "imported": True},
+    )
+    return membership

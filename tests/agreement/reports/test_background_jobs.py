@@ -1,0 +1,195 @@
+"""Reports computed in the background: a job is queued with its parameters checked and its
+seed drawn, a worker computes it writing progress, and it ends with its snapshot and stored
+renderings, or failed with the reason; a job whose worker died is failed, never left running.
+The worker's own way (a real Celery worker) is in test_background_worker.py and in
+tests/e2e/test_report_in_background.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agreement import plots, printing, renderings, services
+from agreement.errors import AgreementError
+from agreement.models import ReportJob, ReportRendering, ReportSnapshot
+from agreement.services import jobs
+
+PARAMS = {"n_resamples": 20, "seed": 3}
+
+
+@pytest.fixture
+def in_background(settings) -> None:
+    settings.AGREEMENT_REPORTS_IN_BACKGROUND = True
+
+
+def test_a_queued_job_has_its_parameters_checked_and_its_seed_drawn_at_once(built, in_background):
+    with pytest.raises(AgreementError) as exc:
+        services.request_report(study=built.study, actor=None, parameters={"n_resamples": 1})
+    assert "n_resamples" in exc.value.as_dict()
+    assert not ReportJob.objects.exists()
+    job = services.request_report(study=built.study, actor=None, parameters={"n_resamples": 20})
+    assert job.status == ReportJob.Status.QUEUED and job.stage == jobs.STAGE_QUEUED
+    assert isinstance(job.parameters["seed"], int)
+    assert not ReportSnapshot.objects.exists()
+
+
+def test_a_job_computes_its_report_writing_progress_and_stores_its_renderings(built):
+    job = services.request_report(
+        study=built.study, actor=built.members.researcher, parameters=PARAMS, background=True
+    )
+    seen: list[tuple[str, int, int]] = []
+    writer = jobs._ProgressWriter(job)
+
+    def spy(stage: str, done: int, total: int) -> None:
+        seen.append((stage, done, total))
+        writer(stage, done, total)
+
+    snapshot = services.create_snapshot(
+        study=built.study, actor=None, parameters=job.parameters, progress=spy
+    )
+    stages = [s for s, _, _ in seen]
+    assert stages[0] == "reading the scores" and "leaderboard and figure data" in stages
+    cells = [(d, t) for s, d, t in seen if s.startswith("bootstrapping")]
+    assert cells and cells[-1][0] == cells[-1][1] == len(snapshot.results["cells"])
+    assert [d for d, _ in cells] == sorted(d for d, _ in cells)
+    snapshot.delete()
+
+    ended = services.run_report_job(job.pk)
+    assert ended.status == ReportJob.Status.FINISHED and ended.snapshot is not None
+    assert ended.cells_done == ended.cells_total == len(ended.snapshot.results["cells"])
+    assert ended.resamples_done == ended.cells_total * 20
+    assert ended.snapshot.parameters["seed"] == 3 and ended.snapshot.created_by is not None
+    kinds = set(
+        ReportRendering.objects.filter(snapshot=ended.snapshot).values_list("kind", flat=True)
+    )
+    assert kinds == set(services.RENDERINGS)
+    # delivered again (acks_late): nothing more happens
+    assert services.run_report_job(job.pk).snapshot_id == ended.snapshot_id
+    assert ReportSnapshot.objects.count() == 1
+
+
+def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, client, monkeypatch):
+    job = services.request_report(
+        study=built.study, actor=None, parameters=PARAMS, background=False
+    )
+    snapshot = job.snapshot
+    stored = {r.kind: bytes(r.content) for r in ReportRendering.objects.filter(snapshot=snapshot)}
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a stored rendering was produced again")
+
+    monkeypatch.setattr(plots, "svg_figures", must_not_run)
+    monkeypatch.setattr(printing, "report_pdf", must_not_run)
+    monkeypatch.setattr(renderings, "latex_file", must_not_run)
+    monkeypatch.setattr(renderings, "markdown_file", must_not_run)
+    client.force_login(built.members.researcher)
+    base = f"/studies/{built.study.pk}/agreement/{snapshot.pk}/"
+    page = client.get(base)
+    assert page.status_code == 200 and b"<svg" in page.content
+    for fmt in ("csv", "json", "pdf", "tex", "md"):
+        response = client.get(f"{base}report.{fmt}")
+        assert response.status_code == 200 and response.content == stored[fmt]
+    assert client.get(f"{base}report.docx").status_code == 404
+
+
+def test_a_snapshot_without_stored_renderings_gets_them_on_first_use(built, client):
+    snapshot = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+    assert not ReportRendering.objects.filter(snapshot=snapshot).exists()
+    client.force_login(built.members.researcher)
+    assert client.get(f"/studies/{built.study.pk}/agreement/{snapshot.pk}/").status_code == 200
+    pdf = client.get(f"/studies/{built.study.pk}/agreement/{snapshot.pk}/report.pdf")
+    assert pdf.content.startswith(b"%PDF")
+    kinds = set(ReportRendering.objects.filter(snapshot=snapshot).values_list("kind", flat=True))
+    assert kinds == {"figures", "pdf"}
+
+
+def test_a_job_that_cannot_be_computed_fails_with_the_reason(built, monkeypatch):
+    job = services.request_report(study=built.study, actor=None, parameters=PARAMS, background=True)
+
+    def refuse(**kwargs):
+        raise AgreementError("the study has no clinician ratings yet", field="study")
+
+    monkeypatch.setattr(jobs, "create_snapshot", refuse)
+    ended = services.run_report_job(job.pk)
+    assert ended.status == ReportJob.Status.FAILED and ended.finished_at is not None
+    assert ended.error == "the report could not be computed: the study has no clinician ratings yet"
+
+
+def test_an_unexpected_error_fails_the_job_with_its_type_and_is_raised(built, monkeypatch):
+    job = services.request_report(study=built.study, actor=None, parameters=PARAMS, background=True)
+
+    def broken(**kwargs):
+        raise MemoryError("out of memory in the bootstrap")
+
+    monkeypatch.setattr(jobs, "create_snapshot", broken)
+    with pytest.raises(MemoryError):
+        services.run_report_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == ReportJob.Status.FAILED
+    assert (
+        job.error == "unexpected error while computing: MemoryError: out of memory in the bootstrap"
+    )
+
+
+def test_a_job_whose_worker_stopped_is_failed_with_the_reason_and_shown(built, client, settings):
+    settings.AGREEMENT_REPORT_STALE_SECONDS = 60
+    job = services.request_report(study=built.study, actor=None, parameters=PARAMS, background=True)
+    long_ago = timezone.now() - timedelta(seconds=61)
+    ReportJob.objects.filter(pk=job.pk).update(
+        status=ReportJob.Status.RUNNING, stage="bootstrapping", heartbeat_at=long_ago
+    )
+    alive = services.request_report(
+        study=built.study, actor=None, parameters=PARAMS, background=True
+    )
+    ReportJob.objects.filter(pk=alive.pk).update(
+        status=ReportJob.Status.RUNNING, heartbeat_at=timezone.now()
+    )
+    client.force_login(built.members.researcher)
+    listing = client.get(f"/studies/{built.study.pk}/agreement/").content.decode()
+    job.refresh_from_db()
+    assert job.status == ReportJob.Status.FAILED
+    assert job.error.startswith("the worker computing it stopped answering (last progress ")
+    assert "at 'bootstrapping'" in job.error
+    assert job.error in listing.replace("&#x27;", "'")
+    assert ReportJob.objects.get(pk=alive.pk).status == ReportJob.Status.RUNNING
+    # a late delivery of the failed job's task does not revive it
+    assert services.run_report_job(job.pk).status == ReportJob.Status.FAILED
+
+
+def test_the_job_page_and_its_status_follow_the_job(built, client):
+    job = services.request_report(study=built.study, actor=None, parameters=PARAMS, background=True)
+    client.force_login(built.members.researcher)
+    base = f"/studies/{built.study.pk}/agreement/jobs/{job.pk}/"
+    page = client.get(base)
+    assert page.status_code == 200 and b'data-testid="job-progress"' in page.content
+    assert client.get(base + "status.json").json()["status"] == "queued"
+    services.run_report_job(job.pk)
+    state = client.get(base + "status.json").json()
+    job.refresh_from_db()
+    assert state["status"] == "finished" and state["snapshot"] == job.snapshot_id
+    assert state["report_url"] == f"/studies/{built.study.pk}/agreement/{job.snapshot_id}/"
+    assert client.get(base).url == state["report_url"]  # the finished job's page leads there
+    other = client.get(f"/studies/{built.study.pk}/agreement/jobs/{job.pk + 99}/")
+    assert other.status_code == 404
+
+
+def test_the_api_answers_202_with_a_status_url_that_follows_the_job(built, api_as):
+    api = api_as(built.members.researcher)
+    settings_in_background = api.post(
+        f"/api/studies/{built.study.pk}/agreement/reports/", PARAMS, format="json"
+    )
+    # computed in the request by this module's conftest: already finished
+    assert settings_in_background.status_code == 202
+    queued = services.request_report(
+        study=built.study, actor=None, parameters=PARAMS, background=True
+    )
+    url = f"/api/studies/{built.study.pk}/agreement/jobs/{queued.pk}/"
+    state = api.get(url).json()
+    assert state["status"] == "queued" and state["report_url"] is None
+    assert state["status_url"].endswith(url)
+    services.run_report_job(queued.pk)
+    state = api.get(url).json()
+    assert state["status"] == "finished" and state["percent"] == 100
+    assert api.get(state["report_url"]).json()["id"] == state["snapshot"]
