@@ -1,6 +1,8 @@
 """REST API for agreement reports: list and create snapshots, read one as JSON, recompute
-it, and download its CSV or PDF. Same access as the pages (study readers; 404 for
-non-members, 403 for clinicians)."""
+it, download its CSV, PDF, LaTeX or Markdown (Table 2 and the methods paragraph) and each
+figure (SVG, PDF, 300-dpi PNG) and its tidy score table (CSV, Parquet, data dictionary),
+and read its methods paragraph. Same access as the pages (study readers; 404 for non-members, 403 for
+clinicians)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from rest_framework.views import APIView
 
 from agreement import analysis, selectors, services
 from agreement.models import ReportJob, ReportSnapshot
-from agreement.views import export_response
+from agreement.views import export_response, figure_response, scores_response
 from annotation.access import STUDY_READERS, get_study_for_user
 from annotation.models import RatingStudy
 
@@ -85,9 +87,34 @@ class CsvRenderer(_FileRenderer):
     format = "csv"
 
 
+class LatexRenderer(_FileRenderer):
+    media_type = "application/x-tex"
+    format = "tex"
+
+
+class MarkdownRenderer(_FileRenderer):
+    media_type = "text/markdown"
+    format = "md"
+
+
 class PdfRenderer(_FileRenderer):
     media_type = "application/pdf"
     format = "pdf"
+
+
+class SvgRenderer(_FileRenderer):
+    media_type = "image/svg+xml"
+    format = "svg"
+
+
+class PngRenderer(_FileRenderer):
+    media_type = "image/png"
+    format = "png"
+
+
+class ParquetRenderer(_FileRenderer):
+    media_type = "application/vnd.apache.parquet"
+    format = "parquet"
 
 
 def _study(request: Request, study_id: int) -> RatingStudy:
@@ -228,3 +255,74 @@ class ReportPdfApi(APIView):
     )
     def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
         return export_response(_snapshot(request, study_id, report_id), "pdf")
+
+
+class ReportLatexApi(APIView):
+    renderer_classes = [JSONRenderer, LatexRenderer]
+
+    @extend_schema(
+        responses={(200, "application/x-tex"): OpenApiResponse(OpenApiTypes.STR)},
+        summary="Table 2 as a LaTeX booktabs table, with the methods paragraph",
+    )
+    def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
+        return export_response(_snapshot(request, study_id, report_id), "tex")
+
+
+class ReportMarkdownApi(APIView):
+    renderer_classes = [JSONRenderer, MarkdownRenderer]
+
+    @extend_schema(
+        responses={(200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR)},
+        summary="Table 2 as a Markdown table, with the methods paragraph",
+    )
+    def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
+        return export_response(_snapshot(request, study_id, report_id), "md")
+
+
+class MethodsParagraphSerializer(serializers.Serializer):
+    text = serializers.CharField()
+
+
+class ReportMethodsApi(APIView):
+    @extend_schema(
+        responses={200: MethodsParagraphSerializer},
+        summary="The methods paragraph of a report, generated from its stored method record",
+    )
+    def get(self, request: Request, study_id: int, report_id: int) -> Response:
+        snapshot = _snapshot(request, study_id, report_id)
+        return Response({"text": services.methods_text(snapshot)})
+
+
+class ReportFigureApi(APIView):
+    renderer_classes = [JSONRenderer, SvgRenderer, PdfRenderer, PngRenderer]
+
+    @extend_schema(
+        responses={
+            (200, "image/svg+xml"): OpenApiResponse(OpenApiTypes.BINARY),
+            (200, "application/pdf"): OpenApiResponse(OpenApiTypes.BINARY),
+            (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY),
+        },
+        summary="One figure of a report (scatter, bland_altman, forest, heatmap) as svg, pdf "
+        "or a 300-dpi png",
+    )
+    def get(
+        self, request: Request, study_id: int, report_id: int, key: str, fmt: str
+    ) -> HttpResponse:
+        return figure_response(_snapshot(request, study_id, report_id), key, fmt)
+
+
+class ReportScoresApi(APIView):
+    renderer_classes = [JSONRenderer, CsvRenderer, ParquetRenderer, MarkdownRenderer]
+
+    @extend_schema(
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
+            (200, "application/vnd.apache.parquet"): OpenApiResponse(OpenApiTypes.BINARY),
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR),
+            409: OpenApiResponse(description="The study's scores changed since the report"),
+        },
+        summary="The report's long score table, tidy (fmt: csv, parquet), or its data "
+        "dictionary (fmt: dictionary)",
+    )
+    def get(self, request: Request, study_id: int, report_id: int, fmt: str) -> HttpResponse:
+        return scores_response(_snapshot(request, study_id, report_id), fmt)

@@ -17,6 +17,8 @@ urlpatterns = [
     path("<int:report_id>/", views.report, name="report"),
     path("<int:report_id>/recompute/", views.recompute, name="recompute"),
     path("<int:report_id>/report.<str:fmt>", views.report_export, name="export"),
+    path("<int:report_id>/figures/<slug:key>.<str:fmt>", views.report_figure, name="figure"),
+    path("<int:report_id>/scores/<str:fmt>/", views.report_scores, name="scores"),
     path("jobs/<int:job_id>/", views.job, name="job"),
     path("jobs/<int:job_id>/status.json", views.job_status, name="job-status"),
 ]
@@ -27,6 +29,21 @@ api_urlpatterns = [
     path("reports/<int:report_id>/recompute/", api_views.RecomputeApi.as_view(), name="recompute"),
     path("reports/<int:report_id>/csv/", api_views.ReportCsvApi.as_view(), name="csv"),
     path("reports/<int:report_id>/pdf/", api_views.ReportPdfApi.as_view(), name="pdf"),
+    path("reports/<int:report_id>/latex/", api_views.ReportLatexApi.as_view(), name="latex"),
+    path(
+        "reports/<int:report_id>/markdown/", api_views.ReportMarkdownApi.as_view(), name="markdown"
+    ),
+    path("reports/<int:report_id>/methods/", api_views.ReportMethodsApi.as_view(), name="methods"),
+    path(
+        "reports/<int:report_id>/figures/<slug:key>/<str:fmt>/",
+        api_views.ReportFigureApi.as_view(),
+        name="figure",
+    ),
+    path(
+        "reports/<int:report_id>/scores/<str:fmt>/",
+        api_views.ReportScoresApi.as_view(),
+        name="scores",
+    ),
     path("jobs/<int:job_id>/", api_views.ReportJobApi.as_view(), name="job"),
 ]
 

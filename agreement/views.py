@@ -1,14 +1,12 @@
 """Agreement report pages: a study's reports with the "compute a new report" form, one report
-(server-rendered, no JavaScript, plots as inline SVG), its exports and recomputation.
+(server-rendered; plots as inline SVG; one vendored script for the copy button), its exports
+and recomputation.
 
 Readers of the study (coordinators and researchers) only: 404 for non-members, 403 for
 clinicians. Raters appear by study pseudonym only.
 """
 
 from __future__ import annotations
-
-import json
-from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -18,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from agreement import analysis, plots, selectors, services
+from agreement import analysis, plots, presenters, selectors, services
 from agreement.errors import AgreementError
 from agreement.models import ReportJob, ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
@@ -166,81 +164,85 @@ def job_status(request: HttpRequest, study_id: int, job_id: int) -> JsonResponse
     return JsonResponse(state)
 
 
-def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
-    if cell is None:
-        return None
-    if cell.get("status") == "not_estimable":  # the reason instead of any number
-        return {**cell, "estimate_text": analysis.NOT_ESTIMABLE, "ci_text": plots.DASH}
-    return {
-        **cell,
-        "estimate_text": plots.fmt(cell.get("estimate")),
-        "ci_text": plots.fmt_ci(cell.get("ci_low"), cell.get("ci_high")),
-    }
-
-
-def wide_table(results: dict[str, Any], section: str) -> list[dict[str, Any]]:
-    """Rows of one section, each with its cells in column order (None where missing)."""
-    columns = [c["column"] for c in results.get("columns", [])]
-    cells = [c for c in results.get("cells", []) if c["section"] == section]
-    order = list(dict.fromkeys((c["row_group"], c["row"]) for c in cells))
-    index = {(c["row_group"], c["row"], c["column"]): c for c in cells}
-    return [
-        {
-            "group": group,
-            "label": row,
-            "cells": [_display(index.get((group, row, col))) for col in columns],
-        }
-        for group, row in order
-    ]
-
-
 @login_required
 def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     study, roles = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
     snapshot = _snapshot_of(study, report_id)
-    results = snapshot.results
-    method = services.stated_method(snapshot)
+    context = presenters.report_context(study=study, snapshot=snapshot)
     return render(
         request,
         "agreement/report.html",
-        {
-            "study": study,
-            "snapshot": snapshot,
-            "created_by": selectors.member_pseudonyms(study=study).get(
-                snapshot.created_by_id, plots.DASH
-            ),
-            "is_coordinator": Role.COORDINATOR in roles,
-            "columns": results.get("columns", []),
-            "table2": wide_table(results, "overall"),
-            "per_criterion": wide_table(results, "criterion"),
-            "differences": [_display(d) for d in results.get("differences", [])],
-            "leaderboard": results.get("leaderboard", {}),
-            "coverage": results.get("coverage", {}),
-            "changes": results.get("changes"),
-            "method": method,
-            "method_json": json.dumps(method, indent=2, sort_keys=True),
-            "sensitivity": results.get("sensitivity"),
-            "parameters": snapshot.parameters,
-            "figures": services.page_figures(snapshot),
-            "later": selectors.recomputation_ids(snapshot=snapshot),
-            "clinician_column": analysis.CLINICIAN_COLUMN,
-            "judge_notes": selectors.judges_with_notes(study=study),
-        },
+        {**context, "is_coordinator": Role.COORDINATOR in roles},
     )
 
 
+#: Download file names: Table 2's files are named for it, the rest for the report.
+EXPORT_NAMES = {"tex": "table2", "md": "table2"}
+
+
 def export_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
-    """A stored rendering of a snapshot (CSV, JSON, PDF, ...) as a download."""
+    """A stored rendering of a snapshot (CSV, JSON, PDF, LaTeX, Markdown) as a download."""
     kind = services.DOWNLOADS.get(fmt)
     if kind is None:
         raise Http404(f"Exports are {', '.join(sorted(services.DOWNLOADS))}.")
     content, content_type = services.rendering_of(snapshot, kind)
     response = HttpResponse(content, content_type=content_type)
-    name = f"agreement-report-{snapshot.study_id}-{snapshot.pk}"
+    name = f"agreement-{EXPORT_NAMES.get(fmt, 'report')}-{snapshot.study_id}-{snapshot.pk}"
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
+
+
+def figure_response(snapshot: ReportSnapshot, key: str, fmt: str) -> HttpResponse:
+    """Figure ``key`` of a stored snapshot as an SVG, PDF or 300-dpi PNG download."""
+    if fmt not in plots.FIGURE_FORMATS:
+        raise Http404(f"Figures are {', '.join(plots.FIGURE_FORMATS)}.")
+    content = services.export_figure(snapshot, key, fmt)
+    if content is None:
+        raise Http404(f"This report has no figure {key!r}.")
+    response = HttpResponse(content, content_type=plots.FIGURE_FORMATS[fmt][0])
+    name = f"agreement-{snapshot.study_id}-{snapshot.pk}-{key}.{fmt}"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+#: The tidy score table's downloads: name -> (media type, what writes it, file name ending).
+SCORE_FILES = {
+    "csv": ("text/csv; charset=utf-8", services.scores_csv, "scores.csv"),
+    "parquet": ("application/vnd.apache.parquet", services.scores_parquet, "scores.parquet"),
+    "dictionary": ("text/markdown; charset=utf-8", None, "scores-dictionary.md"),
+}
+
+
+def scores_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
+    """The snapshot's tidy score table (csv, parquet) or its data dictionary; 409 with the
+    reason when the study's scores changed since the snapshot was computed."""
+    if fmt not in SCORE_FILES:
+        raise Http404(f"The score table downloads are {', '.join(SCORE_FILES)}.")
+    content_type, write, ending = SCORE_FILES[fmt]
+    try:
+        content = services.scores_dictionary() if write is None else write(snapshot)
+    except AgreementError as exc:
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(content, content_type=content_type)
+    name = f"agreement-{snapshot.study_id}-{snapshot.pk}-{ending}"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@login_required
+def report_scores(request: HttpRequest, study_id: int, report_id: int, fmt: str) -> HttpResponse:
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    return scores_response(_snapshot_of(study, report_id), fmt)
+
+
+@login_required
+def report_figure(
+    request: HttpRequest, study_id: int, report_id: int, key: str, fmt: str
+) -> HttpResponse:
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    return figure_response(_snapshot_of(study, report_id), key, fmt)
 
 
 @login_required

@@ -40,6 +40,7 @@ from agreement.analysis.settings import (
     RULE_NOT_APPLIED_RECORD,
     Settings,
 )
+from agreement.analysis.tidy import TIDY_COLUMNS, dictionary_rows, tidy_scores
 
 __all__ = [
     "CELL_COLUMNS",
@@ -57,6 +58,7 @@ __all__ = [
     "RULE_NOT_APPLIED",
     "RULE_NOT_APPLIED_RECORD",
     "SENSITIVITY_COLUMNS",
+    "TIDY_COLUMNS",
     "WITHOUT_RULE",
     "Comparison",
     "Leaderboard",
@@ -66,6 +68,7 @@ __all__ = [
     "comparison_table",
     "criteria_of",
     "criterion_subset",
+    "dictionary_rows",
     "difference_cell",
     "headline_sensitivity",
     "item_scores",
@@ -75,4 +78,5 @@ __all__ = [
     "plot_data",
     "row_subsets",
     "sensitivity_line",
+    "tidy_scores",
 ]

@@ -4,6 +4,7 @@ through `figure_text`, so a `$` in a name is drawn as itself, never read as math
 
 from __future__ import annotations
 
+import io
 import math
 import textwrap
 from collections.abc import Mapping
@@ -242,3 +243,25 @@ def svg_figures(results: Mapping[str, Any]) -> list[dict[str, str | None]]:
         }
         for key, title, fig, note in figs
     ]
+
+
+#: What each figure file is written as: format -> (media type, savefig options).
+FIGURE_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
+    "svg": ("image/svg+xml", {"metadata": {"Date": None}}),
+    "pdf": ("application/pdf", {"metadata": {"CreationDate": None}}),
+    "png": ("image/png", {"dpi": 300}),  # print resolution
+}
+
+
+def figure_file(results: Mapping[str, Any], key: str, fmt: str) -> bytes | None:
+    """Figure ``key`` of a report as a standalone SVG, PDF (vector, fonts embedded) or
+    300-dpi PNG file; None where the report has no such figure."""
+    if fmt not in FIGURE_FORMATS:
+        return None
+    with matplotlib.rc_context(RC):
+        fig = next((f for k, _t, f, _n in figures(results) if k == key), None)
+        if fig is None:
+            return None
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=fmt, **FIGURE_FORMATS[fmt][1])
+    return buffer.getvalue()

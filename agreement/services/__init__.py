@@ -12,9 +12,13 @@ from agreement.services.exports import (
     CSV_COLUMNS,
     SENSITIVITY_STATISTICS,
     export_csv,
+    export_figure,
     export_json,
+    export_latex,
+    export_markdown,
     export_pdf,
-    snapshot_header,
+    methods_text,
+    report_table2,
     stated_method,
 )
 from agreement.services.jobs import (
@@ -30,6 +34,7 @@ from agreement.services.parameters import (
     normalise_parameters,
 )
 from agreement.services.renderings import DOWNLOADS, RENDERINGS, page_figures, rendering_of
+from agreement.services.scores import scores_csv, scores_dictionary, scores_parquet, tidy_table
 from agreement.services.snapshots import create_snapshot, recompute_snapshot
 
 __all__ = [
@@ -47,18 +52,26 @@ __all__ = [
     "compute_report",
     "create_snapshot",
     "export_csv",
+    "export_figure",
     "export_json",
+    "export_latex",
+    "export_markdown",
     "export_pdf",
     "fail_stale_jobs",
     "jsonable",
+    "methods_text",
     "normalise_parameters",
     "page_figures",
     "recompute_snapshot",
     "rendering_of",
+    "report_table2",
     "request_recomputation",
     "request_report",
     "run_report_job",
-    "snapshot_header",
+    "scores_csv",
+    "scores_dictionary",
+    "scores_parquet",
     "software_versions",
     "stated_method",
+    "tidy_table",
 ]

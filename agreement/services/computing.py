@@ -105,7 +105,8 @@ def canonical_hash(table: pd.DataFrame) -> str:
 def software_versions() -> dict[str, str]:
     """Python and the versions of every package a report's numbers depend on."""
     out = {"python": platform.python_version(), **package_versions()}
-    for name in ("django", "matplotlib"):
+    # pingouin is the reference the ICC forms are checked against (the methods paragraph says so)
+    for name in ("django", "matplotlib", "pingouin"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:  # pragma: no cover

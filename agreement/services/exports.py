@@ -1,10 +1,11 @@
-"""A stored snapshot as CSV, JSON or PDF: read from the snapshot only, never the ratings."""
+"""A stored snapshot as CSV, JSON, PDF, LaTeX or Markdown: read from the snapshot only, never
+the ratings."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agreement import analysis, plots
+from agreement import analysis, plots, renderings
 from agreement.models import ReportSnapshot
 from medhelm_site.common.csv_export import csv_text
 
@@ -32,19 +33,6 @@ def stated_method(snapshot: ReportSnapshot) -> dict[str, Any]:
 def flagged_verdicts(snapshot: ReportSnapshot) -> str:
     """ "excluded" or "included": what the report did with flagged judge verdicts."""
     return "excluded" if snapshot.parameters.get("exclude_flagged") else "included"
-
-
-def snapshot_header(snapshot: ReportSnapshot) -> dict[str, Any]:
-    """What the PDF's title page says about the snapshot."""
-    return {
-        "title": snapshot.title,
-        "report": snapshot.pk,
-        "study": f"{snapshot.study.name} (#{snapshot.study_id})",
-        "created_at": snapshot.created_at.isoformat(),
-        "input_hash": snapshot.input_hash,
-        "previous": snapshot.previous_id,
-        "parameters": ", ".join(f"{k}={v}" for k, v in sorted(snapshot.parameters.items())),
-    }
 
 
 def export_json(snapshot: ReportSnapshot) -> dict[str, Any]:
@@ -121,7 +109,34 @@ def export_csv(snapshot: ReportSnapshot) -> str:
 
 
 def export_pdf(snapshot: ReportSnapshot) -> bytes:
-    """The report as a PDF (title and method, tables, plots)."""
-    return plots.pdf_bytes(
-        header=snapshot_header(snapshot), results=snapshot.results, method=stated_method(snapshot)
-    )
+    """The report as a PDF typeset from the report page's HTML (agreement.printing)."""
+    # imported here: printing renders the page, whose presenter reads these services
+    from agreement import printing
+
+    return printing.report_pdf(snapshot)
+
+
+def methods_text(snapshot: ReportSnapshot) -> str:
+    """The methods paragraph of the snapshot, from its stored method record."""
+    return renderings.methods_paragraph(stated_method(snapshot), input_hash=snapshot.input_hash)
+
+
+def report_table2(snapshot: ReportSnapshot) -> renderings.Table2:
+    """Table 2 of the snapshot as the paper renderings print it."""
+    return renderings.table2(snapshot.results, stated_method(snapshot))
+
+
+def export_latex(snapshot: ReportSnapshot) -> str:
+    """Table 2 as a booktabs table, then the methods paragraph (LaTeX)."""
+    return renderings.latex_file(report_table2(snapshot), methods_text(snapshot))
+
+
+def export_markdown(snapshot: ReportSnapshot) -> str:
+    """Table 2 as a pipe table, then the methods paragraph (Markdown)."""
+    return renderings.markdown_file(report_table2(snapshot), methods_text(snapshot))
+
+
+def export_figure(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None:
+    """Figure ``key`` of the snapshot as an SVG, PDF or 300-dpi PNG file (None: no such
+    figure, or no data to draw it)."""
+    return plots.figure_file(snapshot.results, key, fmt)

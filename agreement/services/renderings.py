@@ -15,7 +15,13 @@ from django.db import IntegrityError, transaction
 
 from agreement import plots
 from agreement.models import ReportRendering, ReportSnapshot
-from agreement.services.exports import export_csv, export_json, export_pdf
+from agreement.services.exports import (
+    export_csv,
+    export_json,
+    export_latex,
+    export_markdown,
+    export_pdf,
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,12 @@ RENDERINGS: dict[str, Rendering] = {
         Rendering("csv", "text/csv; charset=utf-8", "csv", lambda s: export_csv(s).encode()),
         Rendering("json", "application/json", "json", _json),
         Rendering("pdf", "application/pdf", "pdf", export_pdf),
+        Rendering(
+            "tex", "application/x-tex; charset=utf-8", "tex", lambda s: export_latex(s).encode()
+        ),
+        Rendering(
+            "md", "text/markdown; charset=utf-8", "md", lambda s: export_markdown(s).encode()
+        ),
         Rendering("figures", "application/json", "", _figures),
     )
 }

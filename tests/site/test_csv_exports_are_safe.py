@@ -258,6 +258,23 @@ def test_agreement_report_csv_quotes_names_on_the_page_and_the_api(hostile_study
         assert any(v.startswith("-") for v in column(rows, "estimate")), "no negative number"
 
 
+def test_agreement_score_table_csv_quotes_names_on_the_page_and_the_api(hostile_study, client):
+    built, texts = hostile_study
+    snapshot = agreement_services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+    client.force_login(built.members.researcher)
+    study = built.study.pk
+    for url in (
+        f"/studies/{study}/agreement/{snapshot.pk}/scores/csv/",
+        f"/api/studies/{study}/agreement/reports/{snapshot.pk}/scores/csv/",
+    ):
+        rows = download(client, url, HTTP_ACCEPT="text/csv")
+        quoted = quoted_cells(rows, url)
+        for kind in ("judges", "benchmarks", "categories", "external_ids", "models"):
+            assert texts[kind] <= quoted, (url, kind, texts[kind] - quoted)
+        assert_numbers(rows, ("report", "item", "value", "composite", "composite_z"), url)
+        assert any(v.startswith("-") for v in column(rows, "composite_z")), "no negative z"
+
+
 def test_a_negative_number_is_written_as_a_number():
     """Negative values (differences, Decimals, NumPy scalars from pandas) are numbers, never
     quoted as text; the same characters as text are quoted."""
@@ -378,7 +395,15 @@ COVERED_ROUTES = {
     "studies/<int:study_id>/jury/runs/<int:run_id>/attempts.csv",
     "studies/<int:study_id>/agreement/<int:report_id>/report.<str:fmt>",
     "api/studies/<int:study_id>/agreement/reports/<int:report_id>/csv/",
+    "studies/<int:study_id>/agreement/<int:report_id>/scores/<str:fmt>/",
+    "api/studies/<int:study_id>/agreement/reports/<int:report_id>/scores/<str:fmt>/",
     "delphi/<int:study_id>/export/<str:name>",
+}
+#: Download routes that serve no CSV (only images and PDFs), tested where they are written.
+NO_CSV_ROUTES = {
+    # agreement report figures as svg, pdf, png: tests/agreement/reports/test_figure_files.py
+    "studies/<int:study_id>/agreement/<int:report_id>/figures/<slug:key>.<str:fmt>",
+    "api/studies/<int:study_id>/agreement/reports/<int:report_id>/figures/<slug:key>/<str:fmt>/",
 }
 
 
@@ -397,4 +422,4 @@ def test_every_export_route_of_the_site_is_downloaded_above():
         for route in _routes(get_resolver().url_patterns)
         if any(word in route.lower() for word in ("csv", "export", "<str:fmt>"))
     }
-    assert exports == COVERED_ROUTES
+    assert exports == COVERED_ROUTES | NO_CSV_ROUTES

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 PURE_MODULES = [
+    "agreement.renderings",
     "agreement.stats",
     "delphi.consensus",
     "delphi.stats",

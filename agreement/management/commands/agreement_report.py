@@ -2,6 +2,7 @@
 
 manage.py agreement_report --study 3 --resamples 2000 --seed 7 --format pdf --output r.pdf
 manage.py agreement_report --study 3 --snapshot 12 --format csv
+manage.py agreement_report --study 3 --snapshot 12 --format tex --output table2.tex
 """
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ class Command(BaseCommand):
             help="Leave out judge verdicts flagged as steered by the evaluated output.",
         )
         parser.add_argument("--title", help="Report title.")
-        parser.add_argument("--format", choices=["json", "csv", "pdf"], default="json")
+        parser.add_argument(
+            "--format",
+            choices=["json", "csv", "pdf", "tex", "md"],
+            default="json",
+            help="tex, md: Table 2 (LaTeX booktabs, Markdown) with the methods paragraph",
+        )
         parser.add_argument("--output", type=Path, help="File to write (default: stdout).")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -87,6 +93,10 @@ class Command(BaseCommand):
             payload: str | bytes = services.export_pdf(snapshot)
         elif fmt == "csv":
             payload = services.export_csv(snapshot)
+        elif fmt == "tex":
+            payload = services.export_latex(snapshot)
+        elif fmt == "md":
+            payload = services.export_markdown(snapshot)
         else:
             payload = json.dumps(services.export_json(snapshot), indent=2) + "\n"
         if options["output"] is None:

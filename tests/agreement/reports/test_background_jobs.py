@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agreement import plots, services
+from agreement import plots, printing, renderings, services
 from agreement.errors import AgreementError
 from agreement.models import ReportJob, ReportRendering, ReportSnapshot
 from agreement.services import jobs
@@ -81,12 +81,14 @@ def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, c
         raise AssertionError("a stored rendering was produced again")
 
     monkeypatch.setattr(plots, "svg_figures", must_not_run)
-    monkeypatch.setattr(plots, "pdf_bytes", must_not_run)
+    monkeypatch.setattr(printing, "report_pdf", must_not_run)
+    monkeypatch.setattr(renderings, "latex_file", must_not_run)
+    monkeypatch.setattr(renderings, "markdown_file", must_not_run)
     client.force_login(built.members.researcher)
     base = f"/studies/{built.study.pk}/agreement/{snapshot.pk}/"
     page = client.get(base)
     assert page.status_code == 200 and b"<svg" in page.content
-    for fmt in ("csv", "json", "pdf"):
+    for fmt in ("csv", "json", "pdf", "tex", "md"):
         response = client.get(f"{base}report.{fmt}")
         assert response.status_code == 200 and response.content == stored[fmt]
     assert client.get(f"{base}report.docx").status_code == 404

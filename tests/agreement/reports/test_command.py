@@ -8,6 +8,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from agreement import services
 from agreement.models import ReportSnapshot
 
 
@@ -36,6 +37,10 @@ def test_command_computes_and_exports(built, tmp_path, pdf_page_count):
         stderr=io.StringIO(),
     )
     assert pdf.read_bytes().startswith(b"%PDF") and pdf_page_count(pdf.read_bytes()) >= 3
+    for fmt, write in (("tex", services.export_latex), ("md", services.export_markdown)):
+        text = io.StringIO()
+        call_command("agreement_report", study=study, snapshot=snap.pk, format=fmt, stdout=text)
+        assert text.getvalue() == write(snap)
     with pytest.raises(CommandError, match="--output"):
         call_command("agreement_report", study=study, format="pdf")
     with pytest.raises(CommandError, match="no study"):

@@ -14,10 +14,10 @@ from django.urls import reverse
 from agreement import selectors, services
 from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
-from agreement.plots import text_pages
 from jury.models import JudgeCall, JudgeScore
 from tests.agreement.factories import build_study
 from tests.agreement.reports.jobs import created_report
+from tests.support.pdf import pdf_text
 
 FLAG = [{"code": "obeys_planted_text", "message": "Planted text obeyed."}]
 PARAMS = {"n_resamples": 30, "seed": 3}
@@ -113,17 +113,9 @@ def test_the_pdf_text_states_the_flagged_verdicts(flagged):
     snapshot = services.create_snapshot(
         study=flagged.study, actor=None, parameters={**PARAMS, "exclude_flagged": True}
     )
-    header, lines = text_pages.report_lines(
-        header=services.snapshot_header(snapshot),
-        results=snapshot.results,
-        method=services.stated_method(snapshot),
-    )
-    assert any("exclude_flagged=True" in line for line in header)
-    assert any(line.strip().startswith("flagged_verdicts: excluded") for line in header)
-    assert (
-        '  flagged judge verdicts (excluded), items per judge: {"claude-judge": 1, '
-        '"gpt-judge": 1}' in lines
-    )
+    text = pdf_text(services.export_pdf(snapshot))
+    assert "Flagged judge verdicts excluded: judge scores from flagged verdicts are dropped" in text
+    assert "excluded): claude-judge 1 item, gpt-judge 1 item." in text
 
 
 def test_a_report_from_before_flags_says_every_verdict_was_in(flagged, client):

@@ -1,0 +1,99 @@
+"""The methods paragraph of a report, ready to paste into a paper: every number and name in
+it (form, resamples, seed, interval, confidence, rule values, counts, package versions,
+input hash) is read from the snapshot's stored method record, never written here.
+
+Plain text; latex.py and markdown.py escape it for their files, the page shows it as is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: The packages a reader needs to reproduce the numbers, in the order the paragraph names them.
+PACKAGES = ("numpy", "pandas", "scipy", "krippendorff", "pingouin")
+NOT_RECORDED = "not recorded"
+
+
+def _count(n: Any, singular: str, plural: str | None = None) -> str:
+    if not isinstance(n, int):
+        return f"an unrecorded number of {plural or singular + 's'}"
+    return f"{n:,} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def _sentence(text: Any) -> str:
+    """A stored clause as a sentence: first letter capitalised, one final full stop."""
+    text = str(text).strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
+def _versions(method: Mapping[str, Any]) -> str:
+    versions = method.get("package_versions") or {}
+    names = [f"{p} {versions.get(p, NOT_RECORDED)}" for p in PACKAGES]
+    python = versions.get("python")
+    return (f"Python {python}, " if python else "") + ", ".join(names)
+
+
+def _interval(method: Mapping[str, Any]) -> str:
+    confidence = method.get("confidence")
+    level = f"{float(confidence) * 100:g}%" if isinstance(confidence, int | float) else "The"
+    resamples = method.get("n_resamples")
+    resamples_text = f"{resamples:,}" if isinstance(resamples, int) else NOT_RECORDED
+    return (
+        f"{level} confidence intervals come from the {method.get('ci_method', NOT_RECORDED)} "
+        f"with {resamples_text} resamples (seed {method.get('seed', NOT_RECORDED)}): "
+        f"{method.get('bootstrap', '').rstrip('.')}."
+    )
+
+
+def _estimability(method: Mapping[str, Any]) -> str:
+    rule = method.get("estimability") or {}
+    if not rule.get("applied"):
+        return "No estimability rule was applied to this report."
+    low, high = (rule.get("bounds") or [None, None])[:2]
+    return (
+        f"An estimate is reported as not estimable (and left out of every mean) when it lies "
+        f"outside [{low:g}, {high:g}], when its interval is wider than "
+        f"{rule.get('max_ci_width')}, or when fewer than {rule.get('min_shared_items')} items "
+        f"are shared."
+        if isinstance(low, int | float) and isinstance(high, int | float)
+        else _sentence(rule.get("text", ""))
+    )
+
+
+def _counts(method: Mapping[str, Any]) -> str:
+    n_items = method.get("n_items") or {}
+    raters = method.get("n_raters") or {}
+    return (
+        f"The score table held {_count(n_items.get('in_score_table'), 'item')} "
+        f"({_count(n_items.get('rated_by_clinicians'), 'item')} rated by clinicians) scored by "
+        f"{_count(raters.get('clinician'), 'clinician')}, {_count(raters.get('judge'), 'LLM judge')} "
+        f"and {_count(raters.get('metric'), 'automatic metric')}; clinician ratings were taken "
+        f"as their {method.get('values', NOT_RECORDED)} values."
+    )
+
+
+def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
+    """One paragraph stating how the report's numbers were computed, from ``method`` (a
+    snapshot's stored method record, as stated by services.stated_method)."""
+    forms = method.get("forms") or {}
+    parts = [
+        f"Agreement of each machine rater (the LLM jury, each judge and each automatic metric) "
+        f"with the clinicians was measured by {forms.get('machine_vs_clinicians', NOT_RECORDED)}, "
+        f"that is {forms.get('names', '').rstrip('.')}.",
+        f"Each rater's composite score is, {method.get('composite', NOT_RECORDED)}.",
+        f"Scores were standardised within rater: {method.get('standardisation', NOT_RECORDED)}.",
+        f"The jury score is, {method.get('jury_aggregate', NOT_RECORDED)}.",
+        f"Clinician-clinician agreement is the {forms.get('clinician_clinician', NOT_RECORDED)}: "
+        f"{method.get('pairwise_rule', NOT_RECORDED)}.",
+        _interval(method),
+        _estimability(method),
+        f"Judge verdicts flagged as possibly steered by the evaluated output were "
+        f"{method.get('flagged_verdicts', NOT_RECORDED)}.",
+        _counts(method),
+        f"Computed with medhelm-studio ({_versions(method)}; the ICC forms are checked against "
+        f"pingouin's intraclass_corr) on a score table whose SHA-256 hash is {input_hash}.",
+    ]
+    return " ".join(p for p in parts if p)

@@ -1,0 +1,121 @@
+"""Table 2 as a paper prints it, drawn from a snapshot's stored results (the same cells the
+CSV and JSON carry): one row per item subset (all items, then each category, then each
+benchmark), one column per rater of ``results["columns"]`` (so a column added to the results
+appears here too), each cell an estimate with its interval, or the reason it has none.
+
+Pure: no Django, no formatting language; latex.py and markdown.py write it out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agreement.plots.numbers import DASH, finite, fmt
+
+#: How a row group is headed in the printed table ("all" has no heading).
+GROUP_TITLES = {"category": "By category", "benchmark": "By benchmark"}
+NOT_ESTIMABLE_MARK = "n.e."
+
+
+@dataclass(frozen=True)
+class Table2Cell:
+    """One printed cell: ``estimate``/``interval`` as text (digits fixed), or a ``mark`` (the
+    reason in ``note``) where there is no number; the raw values stay for checks."""
+
+    estimate: str | None
+    interval: str | None
+    mark: str | None = None
+    note: str | None = None
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+@dataclass(frozen=True)
+class Table2Row:
+    group: str
+    label: str
+    n_items: str
+    cells: list[Table2Cell]
+
+
+@dataclass(frozen=True)
+class Table2:
+    caption: str
+    columns: list[tuple[str, str]]  # (name, kind)
+    rows: list[Table2Row]
+    notes: list[str] = field(default_factory=list)  # numbered reasons, in order of use
+
+    def groups(self) -> list[tuple[str, list[Table2Row]]]:
+        """The rows by group, groups in the order they first appear."""
+        out: dict[str, list[Table2Row]] = {}
+        for row in self.rows:
+            out.setdefault(row.group, []).append(row)
+        return list(out.items())
+
+
+def _n_items(cells: Sequence[Mapping[str, Any] | None]) -> str:
+    """The row's number of items: one number, or the range where cells differ."""
+    ns = sorted({int(c["n_items"]) for c in cells if c and finite(c.get("n_items"))})
+    if not ns:
+        return DASH
+    return str(ns[0]) if len(ns) == 1 else f"{ns[0]}{DASH}{ns[-1]}"
+
+
+def _cell(c: Mapping[str, Any] | None, notes: list[str], digits: int) -> Table2Cell:
+    if c is None:
+        return Table2Cell(estimate=None, interval=None, mark=DASH)
+    status = c.get("status")
+    if status == "ok" and finite(c.get("estimate")):
+        lo, hi = c.get("ci_low"), c.get("ci_high")
+        interval = f"({fmt(lo, digits)}, {fmt(hi, digits)})" if finite(lo) and finite(hi) else None
+        return Table2Cell(
+            estimate=fmt(c["estimate"], digits),
+            interval=interval,
+            value=c["estimate"],
+            ci_low=lo,
+            ci_high=hi,
+        )
+    reason = str(c.get("reason") or status or "no estimate")
+    if reason not in notes:
+        notes.append(reason)
+    mark = NOT_ESTIMABLE_MARK if status == "not_estimable" else DASH
+    return Table2Cell(estimate=None, interval=None, mark=mark, note=reason)
+
+
+def caption(results: Mapping[str, Any], method: Mapping[str, Any]) -> str:
+    """What the table shows, from the stored method: statistic, interval, resamples, seed."""
+    cells = [c for c in results.get("cells", []) if c.get("section") == "overall"]
+    statistic = next((c["statistic"] for c in cells if c.get("statistic")), "ICC")
+    level = method.get("confidence")
+    level_text = f"{float(level) * 100:g}% " if finite(level) else ""
+    resamples = method.get("n_resamples")
+    return (
+        f"Agreement with clinicians: {statistic}, with its {level_text}interval "
+        f"({method.get('ci_method', 'bootstrap')}, {resamples} resamples, seed "
+        f"{method.get('seed')}). Clinician-clinician: {method.get('forms', {}).get('clinician_clinician', 'mean pairwise ICC')}."
+    )
+
+
+def table2(results: Mapping[str, Any], method: Mapping[str, Any], *, digits: int = 3) -> Table2:
+    """Table 2 of stored ``results`` (section "overall"), captioned from ``method``."""
+    columns = [
+        (str(c["column"]), str(c.get("column_kind", ""))) for c in results.get("columns", [])
+    ]
+    cells = [c for c in results.get("cells", []) if c.get("section") == "overall"]
+    index = {(c["row_group"], c["row"], c["column"]): c for c in cells}
+    order = list(dict.fromkeys((c["row_group"], c["row"]) for c in cells))
+    notes: list[str] = []
+    rows = []
+    for group, label in order:
+        row_cells = [index.get((group, label, name)) for name, _ in columns]
+        rows.append(
+            Table2Row(
+                group=str(group),
+                label=str(label),
+                n_items=_n_items(row_cells),
+                cells=[_cell(c, notes, digits) for c in row_cells],
+            )
+        )
+    return Table2(caption=caption(results, method), columns=columns, rows=rows, notes=notes)
