@@ -59,10 +59,14 @@ def csv_lines(
 
     A row is a sequence in column order or a mapping by column name (missing keys are empty).
     """
-    writer = csv.writer(_Line(), lineterminator=line_end)
-    yield writer.writerow(list(columns))
+    # The csv module quotes a cell only for the characters of its own line terminator, so a
+    # writer ending lines with "\n" would leave a bare carriage return in a cell unquoted and a
+    # reader would split the row there. Every line is written with "\r\n" (both quoted) and
+    # its ending swapped afterwards.
+    writer = csv.writer(_Line(), lineterminator="\r\n")
+    yield writer.writerow(list(columns))[:-2] + line_end
     for row in rows:
-        yield writer.writerow(_row(row, columns))
+        yield writer.writerow(_row(row, columns))[:-2] + line_end
 
 
 def csv_text(

@@ -41,3 +41,12 @@ def test_lines_stream_one_row_at_a_time():
     lines = csv_lines(["a"], iter([[1], [2]]), line_end="\n")
     assert next(lines) == "a\n"
     assert list(lines) == ["1\n", "2\n"]
+
+
+@pytest.mark.parametrize("line_end", ["\r\n", "\n"])
+def test_line_breaks_inside_cells_read_back_whole_whatever_the_line_ending(line_end):
+    cells = ["a bare\rcarriage return", "a bare\nline feed", "both\r\nat once", "plain"]
+    text = csv_text(["one", "two", "three", "four"], [cells], line_end=line_end)
+
+    assert text.startswith("one,two,three,four" + line_end) and text.endswith(",plain" + line_end)
+    assert list(csv.reader(io.StringIO(text, newline=""))) == [["one", "two", "three", "four"], cells]
