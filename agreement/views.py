@@ -7,9 +7,6 @@ clinicians. Raters appear by study pseudonym only.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -80,8 +77,10 @@ class ReportForm(forms.Form):
     )
 
 
-def _snapshot_of(study: RatingStudy, report_id: int) -> ReportSnapshot:
-    snapshot = selectors.study_snapshot(study=study, report_id=report_id)
+def _snapshot_of(
+    study: RatingStudy, report_id: int, *, with_results: bool = True
+) -> ReportSnapshot:
+    snapshot = selectors.study_snapshot(study=study, report_id=report_id, with_results=with_results)
     if snapshot is None:
         raise Http404("No such report.")
     return snapshot
@@ -166,42 +165,14 @@ def job_status(request: HttpRequest, study_id: int, job_id: int) -> JsonResponse
     return JsonResponse(state)
 
 
-def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
-    if cell is None:
-        return None
-    if cell.get("status") == "not_estimable":  # the reason instead of any number
-        return {**cell, "estimate_text": analysis.NOT_ESTIMABLE, "ci_text": plots.DASH}
-    return {
-        **cell,
-        "estimate_text": plots.fmt(cell.get("estimate")),
-        "ci_text": plots.fmt_ci(cell.get("ci_low"), cell.get("ci_high")),
-    }
-
-
-def wide_table(results: dict[str, Any], section: str) -> list[dict[str, Any]]:
-    """Rows of one section, each with its cells in column order (None where missing)."""
-    columns = [c["column"] for c in results.get("columns", [])]
-    cells = [c for c in results.get("cells", []) if c["section"] == section]
-    order = list(dict.fromkeys((c["row_group"], c["row"]) for c in cells))
-    index = {(c["row_group"], c["row"], c["column"]): c for c in cells}
-    return [
-        {
-            "group": group,
-            "label": row,
-            "cells": [_display(index.get((group, row, col))) for col in columns],
-        }
-        for group, row in order
-    ]
-
-
 @login_required
 def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
+    """A stored report: its header per request, its body (tables, figures) as stored by the
+    job that computed it, so opening it decodes no results and renders no table."""
     study, roles = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
-    snapshot = _snapshot_of(study, report_id)
-    results = snapshot.results
-    method = services.stated_method(snapshot)
+    snapshot = _snapshot_of(study, report_id, with_results=False)
     return render(
         request,
         "agreement/report.html",
@@ -212,20 +183,8 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
                 snapshot.created_by_id, plots.DASH
             ),
             "is_coordinator": Role.COORDINATOR in roles,
-            "columns": results.get("columns", []),
-            "table2": wide_table(results, "overall"),
-            "per_criterion": wide_table(results, "criterion"),
-            "differences": [_display(d) for d in results.get("differences", [])],
-            "leaderboard": results.get("leaderboard", {}),
-            "coverage": results.get("coverage", {}),
-            "changes": results.get("changes"),
-            "method": method,
-            "method_json": json.dumps(method, indent=2, sort_keys=True),
-            "sensitivity": results.get("sensitivity"),
-            "parameters": snapshot.parameters,
-            "figures": services.page_figures(snapshot),
+            "body": services.page_body(snapshot),
             "later": selectors.recomputation_ids(snapshot=snapshot),
-            "clinician_column": analysis.CLINICIAN_COLUMN,
             "judge_notes": selectors.judges_with_notes(study=study),
         },
     )
@@ -246,7 +205,7 @@ def export_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
 @login_required
 def report_export(request: HttpRequest, study_id: int, report_id: int, fmt: str) -> HttpResponse:
     study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
-    return export_response(_snapshot_of(study, report_id), fmt)
+    return export_response(_snapshot_of(study, report_id, with_results=False), fmt)
 
 
 @login_required

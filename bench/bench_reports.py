@@ -377,7 +377,7 @@ def internal_task(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-INTERNAL = {"seed": internal_seed, "task": internal_task}
+INTERNAL: dict[str, Any] = {}  # filled below, once every mode is defined
 
 
 def run_internal(mode: str) -> None:
@@ -434,12 +434,9 @@ def opens(
     return times
 
 
-def bench(args: argparse.Namespace) -> int:
-    project_on_path()
-    from ratingbench.gunicorn import Gunicorn
-
-    data_dir = Path(tempfile.mkdtemp(prefix="bench_reports_"))
-    env = app_env(
+def bench_env(data_dir: Path) -> dict[str, str]:
+    """Production settings on the data folder's SQLite database, served over plain HTTP."""
+    return app_env(
         f"sqlite:///{data_dir / 'medhelm.sqlite3'}",
         data_dir,
         SECRET_KEY=secrets.token_urlsafe(50),
@@ -448,91 +445,132 @@ def bench(args: argparse.Namespace) -> int:
         CSRF_COOKIE_SECURE="0",
         DATABASE_CONN_MAX_AGE="60",
     )
-    server = None
-    try:
-        setup: dict[str, float] = {}
-        _, setup["migrate"] = run_step(
-            [PYTHON, "manage.py", "migrate", "--noinput"], env, "migrate"
-        )
-        _, setup["collectstatic"] = run_step(
-            [PYTHON, "manage.py", "collectstatic", "--noinput"], env, "collectstatic"
-        )
-        seed, setup["seed"] = internal_step(
-            "seed", {"clinicians": args.clinicians, "cases": args.cases, "seed": args.seed}, env
-        )
-        print(
-            f"seeded in {setup['seed']:.1f} s: {args.clinicians} clinicians, {seed['items']} items "
-            f"({args.cases} cases x {len(MODELS)} models), {seed['assignments']} assignments, "
-            f"{seed['ratings']} ratings, {seed['judge_scores']} judge scores "
-            f"({len(JUDGES)} judges), {seed['metric_scores']} metric scores"
-        )
-        for step, seconds in seed["timings"].items():
-            print(f"  {step:<34} {seconds:6.2f} s")
-        task, _ = internal_step(
-            "task",
-            {
-                "study_id": seed["study_id"],
-                "coordinator_id": seed["coordinator_id"],
-                "resamples": args.resamples,
-                "seed": args.seed,
-            },
-            env,
-        )
-        print(
-            f"\nreport task (run_report_job, {args.resamples} resamples, {task['cells']} "
-            f"bootstrapped cells): {task['task_seconds']:.1f} s"
-        )
-        for stage, seconds in task["stages"]:
-            print(f"  stage {stage:<56} {seconds:7.2f} s")
-        for kind, seconds in task["renderings"].items():
-            size = task["rendering_bytes"].get(kind, 0)
-            print(f"  rendering {kind:<52} {seconds:7.2f} s  {size / 1024:8.0f} KiB")
 
-        server = Gunicorn(env, args.workers, args.threads, data_dir / "gunicorn.log")
+
+def seed_and_compute(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
+    """Migrate, collect static files, seed, run the report job; the reader's session and the
+    stored report's URLs."""
+    setup: dict[str, float] = {}
+    _, setup["migrate"] = run_step([PYTHON, "manage.py", "migrate", "--noinput"], env, "migrate")
+    _, setup["collectstatic"] = run_step(
+        [PYTHON, "manage.py", "collectstatic", "--noinput"], env, "collectstatic"
+    )
+    seed, setup["seed"] = internal_step(
+        "seed", {"clinicians": args.clinicians, "cases": args.cases, "seed": args.seed}, env
+    )
+    print(
+        f"seeded in {setup['seed']:.1f} s: {args.clinicians} clinicians, {seed['items']} items "
+        f"({args.cases} cases x {len(MODELS)} models), {seed['assignments']} assignments, "
+        f"{seed['ratings']} ratings, {seed['judge_scores']} judge scores "
+        f"({len(JUDGES)} judges), {seed['metric_scores']} metric scores"
+    )
+    for step, seconds in seed["timings"].items():
+        print(f"  {step:<34} {seconds:6.2f} s")
+    task, _ = internal_step(
+        "task",
+        {
+            "study_id": seed["study_id"],
+            "coordinator_id": seed["coordinator_id"],
+            "resamples": args.resamples,
+            "seed": args.seed,
+        },
+        env,
+    )
+    print(
+        f"\nreport task (run_report_job, {args.resamples} resamples, {task['cells']} "
+        f"bootstrapped cells): {task['task_seconds']:.1f} s"
+    )
+    for stage, seconds in task["stages"]:
+        print(f"  stage {stage:<56} {seconds:7.2f} s")
+    for kind, seconds in task["renderings"].items():
+        size = task["rendering_bytes"].get(kind, 0)
+        print(f"  rendering {kind:<52} {seconds:7.2f} s  {size / 1024:8.0f} KiB")
+    return {"session": seed["session"], "urls": task["urls"]}
+
+
+def internal_state(params: dict[str, Any]) -> dict[str, Any]:
+    """For --reuse: a new session of the bench coordinator and the newest report's URLs."""
+    django_setup()
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    from agreement.models import ReportSnapshot
+    from agreement.services import DOWNLOADS
+
+    snapshot = ReportSnapshot.objects.order_by("-pk").first()
+    if snapshot is None:
+        raise SystemExit("no report in the reused data folder")
+    urls = {"page": reverse("agreement:report", args=[snapshot.study_id, snapshot.pk])}
+    for fmt in DOWNLOADS:
+        urls[fmt] = reverse("agreement:export", args=[snapshot.study_id, snapshot.pk, fmt])
+    coordinator = get_user_model().objects.get(username="bench-coordinator")
+    return {"session": _session_for(coordinator), "urls": urls}
+
+
+def serve_and_open(
+    args: argparse.Namespace, env: dict[str, str], data_dir: Path, state: dict[str, Any]
+) -> int:
+    """gunicorn on the data folder; the pages' and downloads' latencies and the ratio."""
+    from ratingbench.gunicorn import Gunicorn
+
+    server = Gunicorn(env, args.workers, args.threads, data_dir / "gunicorn.log")
+    try:
         server.wait_ready()
-        report_path = task["urls"]["page"]
+        session, urls = state["session"], state["urls"]
         paths = {
             "login page": ("/accounts/login/", None),
-            "stored report page": (report_path, seed["session"]),
+            "stored report page": (urls["page"], session),
         }
         check = {"stored report page": b'data-testid="table2"'}
         downloads = {
-            f"stored {fmt.upper()} download": (task["urls"][fmt], seed["session"])
-            for fmt in ("pdf", "csv", "json")
+            f"stored {fmt.upper()} download": (urls[fmt], session) for fmt in ("pdf", "csv", "json")
         }
         # Warm-up: every worker thread loads templates, URLs and its database connection.
         opens(server.port, {**paths, **downloads}, args.workers * args.threads, check)
         times = opens(server.port, paths, args.opens, check)
         times.update(opens(server.port, downloads, args.opens, {}))
-        _, _, page = fetch(server.port, report_path, seed["session"])
-        rows = [
-            [
-                name,
-                str(len(ts)),
-                f"{percentile(ts, 50) * 1000:.1f}",
-                f"{percentile(ts, 95) * 1000:.1f}",
-                f"{max(ts) * 1000:.1f}",
-            ]
-            for name, ts in times.items()
-        ]
-        print(
-            f"\ngunicorn -w {args.workers} --threads {args.threads} (production settings, "
-            "SQLite), one request at a time, a new connection each; report page "
-            f"{len(page) / 1024:.0f} KiB"
-        )
-        print_table(["GET", "n", "p50 ms", "p95 ms", "max ms"], rows)
-        ratio = percentile(times["stored report page"], 95) / percentile(times["login page"], 95)
-        verdict = "within" if ratio <= TARGET_RATIO else "ABOVE"
-        print(
-            f"\nstored report page p95 / login page p95 = {ratio:.2f} "
-            f"({verdict} the target {TARGET_RATIO:g})"
-        )
-        return 0 if ratio <= TARGET_RATIO else 1
+        _, _, page = fetch(server.port, urls["page"], session)
     finally:
-        if server is not None:
-            server.stop()
+        server.stop()
+    rows = [
+        [
+            name,
+            str(len(ts)),
+            f"{percentile(ts, 50) * 1000:.1f}",
+            f"{percentile(ts, 95) * 1000:.1f}",
+            f"{max(ts) * 1000:.1f}",
+        ]
+        for name, ts in times.items()
+    ]
+    print(
+        f"\ngunicorn -w {args.workers} --threads {args.threads} (production settings, "
+        "SQLite), one request at a time, a new connection each; report page "
+        f"{len(page) / 1024:.0f} KiB"
+    )
+    print_table(["GET", "n", "p50 ms", "p95 ms", "max ms"], rows)
+    ratio = percentile(times["stored report page"], 95) / percentile(times["login page"], 95)
+    verdict = "within" if ratio <= TARGET_RATIO else "ABOVE"
+    print(
+        f"\nstored report page p95 / login page p95 = {ratio:.2f} "
+        f"({verdict} the target {TARGET_RATIO:g})"
+    )
+    return 0 if ratio <= TARGET_RATIO else 1
+
+
+def bench(args: argparse.Namespace) -> int:
+    project_on_path()
+    if args.reuse:
+        data_dir = Path(args.reuse).resolve()
+        env = bench_env(data_dir)
+        state, _ = internal_step("state", {}, env)
+        return serve_and_open(args, env, data_dir, state)
+    data_dir = Path(tempfile.mkdtemp(prefix="bench_reports_"))
+    env = bench_env(data_dir)
+    try:
+        return serve_and_open(args, env, data_dir, seed_and_compute(args, env))
+    finally:
         if args.keep:
-            print(f"data folder kept: {data_dir}")
+            print(f"data folder kept: {data_dir} (--reuse it to open its report again)")
         else:
             shutil.rmtree(data_dir, ignore_errors=True)
 
@@ -547,8 +585,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--keep", action="store_true", help="keep the temporary data folder")
+    p.add_argument(
+        "--reuse",
+        metavar="DIR",
+        help="a data folder kept by --keep: serve it and open its newest report again "
+        "(no seeding, no task; e.g. to compare page timings of two versions of the code)",
+    )
     p.add_argument("--internal", choices=sorted(INTERNAL), help=argparse.SUPPRESS)
     return p
+
+
+INTERNAL.update({"seed": internal_seed, "task": internal_task, "state": internal_state})
 
 
 def main() -> int:

@@ -29,7 +29,13 @@ from agreement.services.parameters import (
     MAX_SEED,
     normalise_parameters,
 )
-from agreement.services.renderings import DOWNLOADS, RENDERINGS, page_figures, rendering_of
+from agreement.services.renderings import (
+    DOWNLOADS,
+    RENDERINGS,
+    page_body,
+    page_figures,
+    rendering_of,
+)
 from agreement.services.snapshots import create_snapshot, recompute_snapshot
 
 __all__ = [
@@ -52,6 +58,7 @@ __all__ = [
     "fail_stale_jobs",
     "jsonable",
     "normalise_parameters",
+    "page_body",
     "page_figures",
     "recompute_snapshot",
     "rendering_of",

@@ -12,10 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.utils.safestring import SafeString, mark_safe
 
 from agreement import plots
 from agreement.models import ReportRendering, ReportSnapshot
 from agreement.services.exports import export_csv, export_json, export_pdf
+from agreement.services.report_page import render_body
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,10 @@ def _figures(snapshot: ReportSnapshot) -> bytes:
     return json.dumps(plots.svg_figures(snapshot.results)).encode()
 
 
+def _page(snapshot: ReportSnapshot) -> bytes:
+    return render_body(snapshot, page_figures(snapshot))
+
+
 def _json(snapshot: ReportSnapshot) -> bytes:
     return json.dumps(export_json(snapshot), indent=2).encode()
 
@@ -41,6 +47,8 @@ RENDERINGS: dict[str, Rendering] = {
         Rendering("json", "application/json", "json", _json),
         Rendering("pdf", "application/pdf", "pdf", export_pdf),
         Rendering("figures", "application/json", "", _figures),
+        # After the figures, which it includes: the page's body as HTML (report_page).
+        Rendering("page", "text/html; charset=utf-8", "", _page),
     )
 }
 #: What a reader can download, by the file extension in the URL.
@@ -79,3 +87,11 @@ def page_figures(snapshot: ReportSnapshot) -> list[dict[str, str | None]]:
     """The report page's figures (inline SVG), from storage."""
     content, _ = rendering_of(snapshot, "figures")
     return json.loads(content)
+
+
+def page_body(snapshot: ReportSnapshot) -> SafeString:
+    """The report page's body (HTML rendered by the site's own template from the snapshot
+    alone, every value escaped there), from storage."""
+    content, _ = rendering_of(snapshot, "page")
+    # Our own template's output, every value escaped when it was rendered.
+    return mark_safe(content.decode())

@@ -14,7 +14,7 @@ from django.utils import timezone
 from agreement import plots, services
 from agreement.errors import AgreementError
 from agreement.models import ReportJob, ReportRendering, ReportSnapshot
-from agreement.services import jobs
+from agreement.services import jobs, renderings
 
 PARAMS = {"n_resamples": 20, "seed": 3}
 
@@ -82,10 +82,12 @@ def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, c
 
     monkeypatch.setattr(plots, "svg_figures", must_not_run)
     monkeypatch.setattr(plots, "pdf_bytes", must_not_run)
+    monkeypatch.setattr(renderings, "render_body", must_not_run)
     client.force_login(built.members.researcher)
     base = f"/studies/{built.study.pk}/agreement/{snapshot.pk}/"
     page = client.get(base)
     assert page.status_code == 200 and b"<svg" in page.content
+    assert stored["page"].decode() in page.content.decode()
     for fmt in ("csv", "json", "pdf"):
         response = client.get(f"{base}report.{fmt}")
         assert response.status_code == 200 and response.content == stored[fmt]
@@ -100,7 +102,7 @@ def test_a_snapshot_without_stored_renderings_gets_them_on_first_use(built, clie
     pdf = client.get(f"/studies/{built.study.pk}/agreement/{snapshot.pk}/report.pdf")
     assert pdf.content.startswith(b"%PDF")
     kinds = set(ReportRendering.objects.filter(snapshot=snapshot).values_list("kind", flat=True))
-    assert kinds == {"figures", "pdf"}
+    assert kinds == {"figures", "page", "pdf"}
 
 
 def test_a_job_that_cannot_be_computed_fails_with_the_reason(built, monkeypatch):
