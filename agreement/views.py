@@ -7,12 +7,16 @@ clinicians. Raters appear by study pseudonym only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from agreement import analysis, plots, selectors, services
@@ -173,21 +177,37 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
     snapshot = _snapshot_of(study, report_id, with_results=False)
-    return render(
-        request,
-        "agreement/report.html",
-        {
-            "study": study,
-            "snapshot": snapshot,
-            "created_by": selectors.member_pseudonyms(study=study).get(
-                snapshot.created_by_id, plots.DASH
-            ),
-            "is_coordinator": Role.COORDINATOR in roles,
-            "body": services.page_body(snapshot),
-            "later": selectors.recomputation_ids(snapshot=snapshot),
-            "judge_notes": selectors.judges_with_notes(study=study),
-        },
+    context = {
+        "study": study,
+        "snapshot": snapshot,
+        "created_by": selectors.member_pseudonyms(study=study).get(
+            snapshot.created_by_id, plots.DASH
+        ),
+        "is_coordinator": Role.COORDINATOR in roles,
+        "later": selectors.recomputation_ids(snapshot=snapshot),
+        "judge_notes": selectors.judges_with_notes(study=study),
+    }
+    return _with_stored_body(
+        request, "agreement/report.html", context, services.page_body(snapshot)
     )
+
+
+#: Where the stored body goes in the rendered page. A comment the template writes itself:
+#: text from the data is escaped, so it can never produce this before the body's place.
+BODY_MARK = "<!-- stored report body -->"
+
+
+def _with_stored_body(
+    request: HttpRequest, template: str, context: dict[str, Any], body: bytes
+) -> HttpResponse:
+    """The page rendered around a stored body, the body's bytes put in as they are: a
+    MedHELM-sized body is a megabyte (tables and inline SVG), and passing it through the
+    template would decode, join and encode it again on every open."""
+    page = render_to_string(template, {**context, "body": mark_safe(BODY_MARK)}, request=request)
+    head, mark, tail = page.encode().partition(BODY_MARK.encode())
+    if not mark:
+        raise ValueError(f"{template} has no place for the report body ({{{{ body }}}})")
+    return HttpResponse(b"".join((head, body, tail)))
 
 
 def export_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:

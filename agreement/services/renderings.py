@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.utils.safestring import SafeString, mark_safe
 
 from agreement import plots
 from agreement.models import ReportRendering, ReportSnapshot
@@ -89,9 +88,8 @@ def page_figures(snapshot: ReportSnapshot) -> list[dict[str, str | None]]:
     return json.loads(content)
 
 
-def page_body(snapshot: ReportSnapshot) -> SafeString:
-    """The report page's body (HTML rendered by the site's own template from the snapshot
-    alone, every value escaped there), from storage."""
+def page_body(snapshot: ReportSnapshot) -> bytes:
+    """The report page's body (UTF-8 HTML rendered by the site's own template from the
+    snapshot alone, every value escaped there), from storage."""
     content, _ = rendering_of(snapshot, "page")
-    # Our own template's output, every value escaped when it was rendered.
-    return mark_safe(content.decode())
+    return content
