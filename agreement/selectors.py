@@ -417,10 +417,9 @@ def judges_with_notes(*, study: RatingStudy) -> list[Judge]:
     # Only the few judges with a note are looked for in the study's calls and scores (an
     # EXISTS each), rather than every call and score of the study read for their judge: this
     # is on every report page, and a MedHELM-sized study has tens of thousands of scores.
+    noted = Judge.objects.exclude(description="")
+    if not noted.exists():  # the usual case: one query on the small judge table
+        return []
     called = JudgeCall.objects.filter(run__study=study, judge=OuterRef("pk"))
     scored = JudgeScore.objects.filter(item__study=study, judge=OuterRef("pk"))
-    return list(
-        Judge.objects.exclude(description="")
-        .filter(Q(Exists(called)) | Q(Exists(scored)))
-        .order_by("name")
-    )
+    return list(noted.filter(Q(Exists(called)) | Q(Exists(scored))).order_by("name"))
