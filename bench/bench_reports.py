@@ -551,7 +551,7 @@ def serve_and_open(
     ratio = percentile(times["stored report page"], 95) / percentile(times["login page"], 95)
     verdict = "within" if ratio <= TARGET_RATIO else "ABOVE"
     print(
-        f"\nstored report page p95 / login page p95 = {ratio:.2f} "
+        f"\nstored report page p95 / login page p95 = {ratio:.3f} "
         f"({verdict} the target {TARGET_RATIO:g})"
     )
     return 0 if ratio <= TARGET_RATIO else 1
