@@ -1,7 +1,7 @@
 """A MedHELM-sized agreement report: its background task's time, and a stored report opened.
 
     .venv/bin/python bench/bench_reports.py [--opens 50] [--resamples 1000] [--seed 16]
-        [--clinicians 29] [--cases 1000] [--workers 2] [--threads 4] [--keep]
+        [--clinicians 29] [--cases 1000] [--workers 2] [--threads 4] [--keep] [--reuse DIR]
 
 Seeds a study in a subprocess with the site's settings on a temporary MEDHELM_DATA_DIR and
 its SQLite database (29 clinicians; 1,000 cases x 3 models = 3,000 items, k = 2 clinician
@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from _support import (
     PYTHON,
@@ -332,12 +333,8 @@ def internal_task(params: dict[str, Any]) -> dict[str, Any]:
     for kind, spec in list(renderings.RENDERINGS.items()):
         renderings.RENDERINGS[kind] = timed(spec)
     # The job row as the site makes it (parameters checked, seed, audit), without sending it
-    # to a broker: the worker's part, run_report_job, is what is timed.
-    from django.db import transaction
-
-    on_commit = transaction.on_commit
-    transaction.on_commit = lambda *a, **k: None  # type: ignore[assignment]
-    try:
+    # to a broker (no on_commit send): the worker's part, run_report_job, is what is timed.
+    with mock.patch.object(jobs.transaction, "on_commit"):
         job = jobs.request_report(
             study=study,
             actor=actor,
@@ -348,8 +345,6 @@ def internal_task(params: dict[str, Any]) -> dict[str, Any]:
             },
             background=True,
         )
-    finally:
-        transaction.on_commit = on_commit
     t0 = time.perf_counter()
     job = jobs.run_report_job(job.pk)
     total = time.perf_counter() - t0
