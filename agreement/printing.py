@@ -1,7 +1,7 @@
 """The report's PDF: the report page's own template (agreement/report.html) rendered under a
-print base (agreement/print_base.html: no site chrome, the print style sheet inline) and
-typeset by WeasyPrint, so the PDF shows what the page shows, columns added to the page
-included."""
+print base (agreement/print_base.html: no site chrome, the print style sheet inline) around
+the page's stored body, and typeset by WeasyPrint, so the PDF shows what the page shows,
+columns added to the page included."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from functools import cache
 
 from django.contrib.staticfiles import finders
 from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 
 from agreement import presenters
 from agreement.models import ReportSnapshot
@@ -30,13 +31,15 @@ def print_styles() -> str:
     return "\n".join(parts)
 
 
-def report_html(snapshot: ReportSnapshot) -> str:
-    """The report page's HTML as the PDF typesets it."""
-    context = presenters.report_context(study=snapshot.study, snapshot=snapshot)
+def report_html(snapshot: ReportSnapshot, body: bytes) -> str:
+    """The report page's HTML as the PDF typesets it, around the page's stored body (HTML the
+    site's own template rendered, every value escaped there)."""
+    context = presenters.header_context(study=snapshot.study, snapshot=snapshot)
     return render_to_string(
         "agreement/report.html",
         {
             **context,
+            "body": mark_safe(body.decode()),
             "base_template": "agreement/print_base.html",
             "print_styles": print_styles(),
             "printing": True,
@@ -44,6 +47,6 @@ def report_html(snapshot: ReportSnapshot) -> str:
     )
 
 
-def report_pdf(snapshot: ReportSnapshot) -> bytes:
+def report_pdf(snapshot: ReportSnapshot, body: bytes) -> bytes:
     """The report as a PDF typeset from its page."""
-    return html_pdf(report_html(snapshot), title=snapshot.title or f"Report {snapshot.pk}")
+    return html_pdf(report_html(snapshot, body), title=snapshot.title or f"Report {snapshot.pk}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
@@ -361,9 +361,15 @@ def study_snapshots(*, study: RatingStudy) -> QuerySet[ReportSnapshot]:
     )
 
 
-def study_snapshot(*, study: RatingStudy, report_id: int) -> ReportSnapshot | None:
-    """One snapshot of `study`, or None (also for a snapshot of another study)."""
-    return ReportSnapshot.objects.filter(study=study, pk=report_id).first()
+def study_snapshot(
+    *, study: RatingStudy, report_id: int, with_results: bool = True
+) -> ReportSnapshot | None:
+    """One snapshot of `study`, or None (also for a snapshot of another study). Without
+    results and method (the large columns, loaded only if read) for the stored renderings."""
+    snapshots = ReportSnapshot.objects.filter(study=study, pk=report_id)
+    if not with_results:
+        snapshots = snapshots.defer("results", "method")
+    return snapshots.first()
 
 
 def open_and_failed_jobs(*, study: RatingStudy, limit: int = 20) -> list[ReportJob]:
@@ -421,10 +427,12 @@ def member_pseudonyms(*, study: RatingStudy) -> dict[int, str]:
 def judges_with_notes(*, study: RatingStudy) -> list[Judge]:
     """The judges called on, or scoring, the study's items whose description says what
     readers of their scores should know (e.g. the demo's pipeline check), by name."""
-    called = JudgeCall.objects.filter(run__study=study).values("judge")
-    scored = JudgeScore.objects.filter(item__study=study).values("judge")
-    return list(
-        Judge.objects.filter(Q(pk__in=called) | Q(pk__in=scored))
-        .exclude(description="")
-        .order_by("name")
-    )
+    # Only the few judges with a note are looked for in the study's calls and scores (an
+    # EXISTS each), rather than every call and score of the study read for their judge: this
+    # is on every report page, and a MedHELM-sized study has tens of thousands of scores.
+    noted = Judge.objects.exclude(description="")
+    if not noted.exists():  # the usual case: one query on the small judge table
+        return []
+    called = JudgeCall.objects.filter(run__study=study, judge=OuterRef("pk"))
+    scored = JudgeScore.objects.filter(item__study=study, judge=OuterRef("pk"))
+    return list(noted.filter(Q(Exists(called)) | Q(Exists(scored))).order_by("name"))

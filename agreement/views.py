@@ -8,12 +8,16 @@ clinicians. Raters appear by study pseudonym only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from agreement import analysis, plots, presenters, selectors, services
@@ -78,8 +82,10 @@ class ReportForm(forms.Form):
     )
 
 
-def _snapshot_of(study: RatingStudy, report_id: int) -> ReportSnapshot:
-    snapshot = selectors.study_snapshot(study=study, report_id=report_id)
+def _snapshot_of(
+    study: RatingStudy, report_id: int, *, with_results: bool = True
+) -> ReportSnapshot:
+    snapshot = selectors.study_snapshot(study=study, report_id=report_id, with_results=with_results)
     if snapshot is None:
         raise Http404("No such report.")
     return snapshot
@@ -166,20 +172,41 @@ def job_status(request: HttpRequest, study_id: int, job_id: int) -> JsonResponse
 
 @login_required
 def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
+    """A stored report: its header per request, its body (tables, figures) as stored by the
+    job that computed it, so opening it decodes no results and renders no table."""
     study, roles = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
-    snapshot = _snapshot_of(study, report_id)
-    context = presenters.report_context(study=study, snapshot=snapshot)
-    return render(
-        request,
-        "agreement/report.html",
-        {**context, "is_coordinator": Role.COORDINATOR in roles},
+    snapshot = _snapshot_of(study, report_id, with_results=False)
+    context = {
+        **presenters.header_context(study=study, snapshot=snapshot),
+        "is_coordinator": Role.COORDINATOR in roles,
+    }
+    return _with_stored_body(
+        request, "agreement/report.html", context, services.page_body(snapshot)
     )
 
 
 #: Download file names: Table 2's files are named for it, the rest for the report.
 EXPORT_NAMES = {"tex": "table2", "md": "table2"}
+
+
+#: Where the stored body goes in the rendered page. A comment the template writes itself:
+#: text from the data is escaped, so it can never produce this before the body's place.
+BODY_MARK = "<!-- stored report body -->"
+
+
+def _with_stored_body(
+    request: HttpRequest, template: str, context: dict[str, Any], body: bytes
+) -> HttpResponse:
+    """The page rendered around a stored body, the body's bytes put in as they are: a
+    MedHELM-sized body is a megabyte (tables and inline SVG), and passing it through the
+    template would decode, join and encode it again on every open."""
+    page = render_to_string(template, {**context, "body": mark_safe(BODY_MARK)}, request=request)
+    head, mark, tail = page.encode().partition(BODY_MARK.encode())
+    if not mark:
+        raise ValueError(f"{template} has no place for the report body ({{{{ body }}}})")
+    return HttpResponse(b"".join((head, body, tail)))
 
 
 def export_response(snapshot: ReportSnapshot, fmt: str) -> HttpResponse:
@@ -248,7 +275,7 @@ def report_figure(
 @login_required
 def report_export(request: HttpRequest, study_id: int, report_id: int, fmt: str) -> HttpResponse:
     study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
-    return export_response(_snapshot_of(study, report_id), fmt)
+    return export_response(_snapshot_of(study, report_id, with_results=False), fmt)
 
 
 @login_required

@@ -33,7 +33,13 @@ from agreement.services.parameters import (
     MAX_SEED,
     normalise_parameters,
 )
-from agreement.services.renderings import DOWNLOADS, RENDERINGS, page_figures, rendering_of
+from agreement.services.renderings import (
+    DOWNLOADS,
+    RENDERINGS,
+    page_body,
+    page_figures,
+    rendering_of,
+)
 from agreement.services.scores import scores_csv, scores_dictionary, scores_parquet, tidy_table
 from agreement.services.snapshots import create_snapshot, recompute_snapshot
 
@@ -61,6 +67,7 @@ __all__ = [
     "jsonable",
     "methods_text",
     "normalise_parameters",
+    "page_body",
     "page_figures",
     "recompute_snapshot",
     "rendering_of",

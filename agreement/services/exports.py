@@ -109,11 +109,14 @@ def export_csv(snapshot: ReportSnapshot) -> str:
 
 
 def export_pdf(snapshot: ReportSnapshot) -> bytes:
-    """The report as a PDF typeset from the report page's HTML (agreement.printing)."""
-    # imported here: printing renders the page, whose presenter reads these services
+    """The report as a PDF typeset from the report page's HTML (agreement.printing) around
+    the page's stored body (produced and stored now if it is not yet)."""
+    # imported here: printing renders the page, whose presenter reads the selectors, and the
+    # stored body comes from the renderings registry, which names this function
     from agreement import printing
+    from agreement.services.renderings import page_body
 
-    return printing.report_pdf(snapshot)
+    return printing.report_pdf(snapshot, page_body(snapshot))
 
 
 def methods_text(snapshot: ReportSnapshot) -> str:

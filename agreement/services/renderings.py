@@ -22,6 +22,7 @@ from agreement.services.exports import (
     export_markdown,
     export_pdf,
 )
+from agreement.services.report_page import render_body
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,10 @@ def _figures(snapshot: ReportSnapshot) -> bytes:
     return json.dumps(plots.svg_figures(snapshot.results)).encode()
 
 
+def _page(snapshot: ReportSnapshot) -> bytes:
+    return render_body(snapshot, page_figures(snapshot))
+
+
 def _json(snapshot: ReportSnapshot) -> bytes:
     return json.dumps(export_json(snapshot), indent=2).encode()
 
@@ -45,7 +50,6 @@ RENDERINGS: dict[str, Rendering] = {
     for r in (
         Rendering("csv", "text/csv; charset=utf-8", "csv", lambda s: export_csv(s).encode()),
         Rendering("json", "application/json", "json", _json),
-        Rendering("pdf", "application/pdf", "pdf", export_pdf),
         Rendering(
             "tex", "application/x-tex; charset=utf-8", "tex", lambda s: export_latex(s).encode()
         ),
@@ -53,6 +57,10 @@ RENDERINGS: dict[str, Rendering] = {
             "md", "text/markdown; charset=utf-8", "md", lambda s: export_markdown(s).encode()
         ),
         Rendering("figures", "application/json", "", _figures),
+        # After the figures, which it includes: the page's body as HTML (report_page).
+        Rendering("page", "text/html; charset=utf-8", "", _page),
+        # After the page, whose stored body it typesets.
+        Rendering("pdf", "application/pdf", "pdf", export_pdf),
     )
 }
 #: What a reader can download, by the file extension in the URL.
@@ -91,3 +99,10 @@ def page_figures(snapshot: ReportSnapshot) -> list[dict[str, str | None]]:
     """The report page's figures (inline SVG), from storage."""
     content, _ = rendering_of(snapshot, "figures")
     return json.loads(content)
+
+
+def page_body(snapshot: ReportSnapshot) -> bytes:
+    """The report page's body (UTF-8 HTML rendered by the site's own template from the
+    snapshot alone, every value escaped there), from storage."""
+    content, _ = rendering_of(snapshot, "page")
+    return content

@@ -15,6 +15,7 @@ from agreement import plots, printing, renderings, services
 from agreement.errors import AgreementError
 from agreement.models import ReportJob, ReportRendering, ReportSnapshot
 from agreement.services import jobs
+from agreement.services import renderings as stored_renderings
 
 PARAMS = {"n_resamples": 20, "seed": 3}
 
@@ -84,10 +85,12 @@ def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, c
     monkeypatch.setattr(printing, "report_pdf", must_not_run)
     monkeypatch.setattr(renderings, "latex_file", must_not_run)
     monkeypatch.setattr(renderings, "markdown_file", must_not_run)
+    monkeypatch.setattr(stored_renderings, "render_body", must_not_run)
     client.force_login(built.members.researcher)
     base = f"/studies/{built.study.pk}/agreement/{snapshot.pk}/"
     page = client.get(base)
     assert page.status_code == 200 and b"<svg" in page.content
+    assert stored["page"].decode() in page.content.decode()
     for fmt in ("csv", "json", "pdf", "tex", "md"):
         response = client.get(f"{base}report.{fmt}")
         assert response.status_code == 200 and response.content == stored[fmt]
@@ -102,7 +105,7 @@ def test_a_snapshot_without_stored_renderings_gets_them_on_first_use(built, clie
     pdf = client.get(f"/studies/{built.study.pk}/agreement/{snapshot.pk}/report.pdf")
     assert pdf.content.startswith(b"%PDF")
     kinds = set(ReportRendering.objects.filter(snapshot=snapshot).values_list("kind", flat=True))
-    assert kinds == {"figures", "pdf"}
+    assert kinds == {"figures", "page", "pdf"}
 
 
 def test_a_job_that_cannot_be_computed_fails_with_the_reason(built, monkeypatch):

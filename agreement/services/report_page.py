@@ -1,0 +1,77 @@
+"""The report page's body: what the page shows that comes from the snapshot alone (method,
+the paper's methods paragraph and downloads, Table 2, per criterion, differences,
+leaderboard, coverage, figures), rendered to HTML once and stored as the snapshot's "page"
+rendering (agreement.services.renderings). Opening a stored report then reads one stored
+string instead of decoding the results and rendering thousands of table cells on every open,
+and the PDF typesets the same stored body; the header (who computed it, later
+recomputations, the recompute form) is still rendered per request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.template.loader import render_to_string
+
+from agreement import analysis, plots
+from agreement.models import ReportSnapshot
+from agreement.renderings.table2 import caption as table2_caption
+from agreement.services.exports import methods_text, stated_method
+
+BODY_TEMPLATE = "agreement/_report_body.html"
+
+
+def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
+    if cell is None:
+        return None
+    if cell.get("status") == "not_estimable":  # the reason instead of any number
+        return {**cell, "estimate_text": analysis.NOT_ESTIMABLE, "ci_text": plots.DASH}
+    return {
+        **cell,
+        "estimate_text": plots.fmt(cell.get("estimate")),
+        "ci_text": plots.fmt_ci(cell.get("ci_low"), cell.get("ci_high")),
+    }
+
+
+def wide_table(results: dict[str, Any], section: str) -> list[dict[str, Any]]:
+    """Rows of one section, each with its cells in column order (None where missing)."""
+    columns = [c["column"] for c in results.get("columns", [])]
+    cells = [c for c in results.get("cells", []) if c["section"] == section]
+    order = list(dict.fromkeys((c["row_group"], c["row"]) for c in cells))
+    index = {(c["row_group"], c["row"], c["column"]): c for c in cells}
+    return [
+        {
+            "group": group,
+            "label": row,
+            "cells": [_display(index.get((group, row, col))) for col in columns],
+        }
+        for group, row in order
+    ]
+
+
+def body_context(snapshot: ReportSnapshot, figures: list[dict[str, str | None]]) -> dict[str, Any]:
+    """The body template's context, from the stored snapshot and its stored figures."""
+    results = snapshot.results
+    method = stated_method(snapshot)
+    return {
+        "study": snapshot.study,
+        "snapshot": snapshot,
+        "columns": results.get("columns", []),
+        "table2": wide_table(results, "overall"),
+        "table2_caption": table2_caption(results, method),
+        "methods_paragraph": methods_text(snapshot),
+        "per_criterion": wide_table(results, "criterion"),
+        "differences": [_display(d) for d in results.get("differences", [])],
+        "leaderboard": results.get("leaderboard", {}),
+        "coverage": results.get("coverage", {}),
+        "changes": results.get("changes"),
+        "method": method,
+        "method_json": json.dumps(method, indent=2, sort_keys=True),
+        "sensitivity": results.get("sensitivity"),
+        "figures": figures,
+    }
+
+
+def render_body(snapshot: ReportSnapshot, figures: list[dict[str, str | None]]) -> bytes:
+    """The body's HTML (UTF-8), as the page includes it."""
+    return render_to_string(BODY_TEMPLATE, body_context(snapshot, figures)).encode()
