@@ -3,6 +3,7 @@
 No database: pandas in, pandas out; every statistic comes from agreement.stats."""
 
 from agreement.analysis.cells import (
+    ALPHA_COLUMNS,
     CELL_COLUMNS,
     NOT_ESTIMABLE,
     clinician_cell,
@@ -28,6 +29,7 @@ from agreement.analysis.sensitivity import (
     sensitivity_line,
 )
 from agreement.analysis.settings import (
+    ALPHA_FORM,
     CI_METHODS,
     CLINICIAN_COLUMN,
     DEFAULT_MAX_CI_WIDTH,
@@ -42,6 +44,8 @@ from agreement.analysis.settings import (
 )
 
 __all__ = [
+    "ALPHA_COLUMNS",
+    "ALPHA_FORM",
     "CELL_COLUMNS",
     "CI_METHODS",
     "CLINICIAN_COLUMN",

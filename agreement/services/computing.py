@@ -181,6 +181,7 @@ def _method(
                 "machine_vs_clinicians": analysis.MACHINE_FORM,
                 "clinician_clinician": analysis.PAIRWISE_FORM,
                 "difference": analysis.DIFFERENCE_FORM,
+                "alpha": analysis.ALPHA_FORM,
                 "names": FORM_NAMES,
             },
             "composite": METHOD_TEXT["composite"],
