@@ -189,6 +189,7 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
             "table2": wide_table(results, "overall"),
             "per_criterion": wide_table(results, "criterion"),
             "differences": [_display(d) for d in results.get("differences", [])],
+            "jury": results.get("jury", {}),
             "leaderboard": results.get("leaderboard", {}),
             "coverage": results.get("coverage", {}),
             "changes": results.get("changes"),

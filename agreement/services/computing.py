@@ -29,7 +29,9 @@ METHOD_TEXT = {
     "clinician-rated items of the row being analysed (each category or benchmark row on its "
     "own); a clinician with no SD there is left out of the cell",
     "jury_aggregate": "per item and criterion, the weight-averaged latest valid score of every "
-    "judge; composite = mean over criteria",
+    "judge; composite = mean over criteria; with a single judge the jury is that judge (one "
+    "column); with three or more, each jury without one judge is built the same way and "
+    "compared with the clinicians on all items (section jury_composition)",
     "per_criterion_metrics": "a metric has one overall value per item: per criterion it is "
     "compared with the clinicians' scores on that criterion",
     "bootstrap": "items resampled with replacement; z-scores recomputed in every resample; "
@@ -141,6 +143,7 @@ def _results(
         min_items=s.min_items,
         min_shared_items=s.min_shared_items,
         max_ci_width=s.max_ci_width,
+        judge_weights=data.judge_weights,
     )
     board = analysis.leaderboard(table, data.calls)
     return jsonable(
@@ -151,6 +154,7 @@ def _results(
             "criteria": comparison.criteria,
             "cells": comparison.cells,
             "differences": comparison.differences,
+            "jury": comparison.jury,
             "sensitivity": {
                 "entries": comparison.sensitivity.entries,
                 "line": comparison.sensitivity.line,
