@@ -18,6 +18,7 @@ import pandas as pd
 from django.utils import timezone
 
 from agreement import analysis, selectors
+from agreement.input_status import input_status
 from agreement.stats import package_versions
 from annotation.models import RatingStudy
 
@@ -223,4 +224,6 @@ def compute_report(
     )
     input_hash = canonical_hash(data.table)
     results = _results(study, data, parameters)
+    # What the machine scores stood at when this was computed (the page shows it in the header).
+    results["computed_on"] = jsonable(input_status(study=study))
     return results, _method(data, parameters, input_hash), input_hash
