@@ -72,6 +72,8 @@ class ScoreData:
     criteria: list[str]  # rubric criterion keys in rubric order
     calls: pd.DataFrame = field(repr=False)  # CALL_COLUMNS, one row per judge call
     coverage: dict[str, Any] = field(default_factory=dict)
+    #: judge rater label -> the weight the jury gives it (for leave-one-judge-out juries)
+    judge_weights: dict[str, float] = field(default_factory=dict)
 
 
 def _categories(study: RatingStudy) -> dict[int, str]:
@@ -171,6 +173,7 @@ class _JudgeScores:
     jury: list[tuple[int, str, float]]  # item, criterion, weighted mean over judges
     invalid: Counter[str]  # judge name -> invalid scores
     flagged: Counter[str]  # judge name -> items whose verdict is flagged (jury.verdict_flags)
+    weights: dict[str, float] = field(default_factory=dict)  # judge name -> jury weight
 
 
 def _judge_scores(study: RatingStudy, *, exclude_flagged: bool = False) -> _JudgeScores:
@@ -216,7 +219,10 @@ def _judge_scores(study: RatingStudy, *, exclude_flagged: bool = False) -> _Judg
         acc[1] += weight
     jury = [(i, c, acc[0] / acc[1]) for (i, c), acc in sums.items()]
     flagged_per_judge = Counter(name for name, _item in flagged_items)
-    return _JudgeScores(rows=rows, jury=jury, invalid=invalid, flagged=flagged_per_judge)
+    weights = {name: weight for (_v, weight, name, _f) in latest.values()}
+    return _JudgeScores(
+        rows=rows, jury=jury, invalid=invalid, flagged=flagged_per_judge, weights=weights
+    )
 
 
 def _metric_scores(study: RatingStudy) -> list[tuple[int, str, float]]:
@@ -237,14 +243,10 @@ def _metric_scores(study: RatingStudy) -> list[tuple[int, str, float]]:
     return [(i, label(m, s), v) for i, m, s, v in rows]
 
 
-def _long_table(
-    items: pd.DataFrame,
-    clinicians: _ClinicianScores,
-    judges: _JudgeScores,
-    metrics: list[tuple[int, str, float]],
-) -> pd.DataFrame:
-    """Every kind's rows under unique rater labels, with the item attributes, sorted."""
-    labels = _unique_labels(
+def _labels(
+    clinicians: _ClinicianScores, judges: _JudgeScores, metrics: list[tuple[int, str, float]]
+) -> dict[tuple[str, str], str]:
+    return _unique_labels(
         {
             "clinician": {r[2] for r in clinicians.rows},
             "judge": {r[2] for r in judges.rows},
@@ -252,6 +254,16 @@ def _long_table(
             "metric": {m for _i, m, _v in metrics},
         }
     )
+
+
+def _long_table(
+    items: pd.DataFrame,
+    clinicians: _ClinicianScores,
+    judges: _JudgeScores,
+    metrics: list[tuple[int, str, float]],
+    labels: dict[tuple[str, str], str],
+) -> pd.DataFrame:
+    """Every kind's rows under unique rater labels, with the item attributes, sorted."""
     records = [(i, c, labels[("clinician", r)], "clinician", v) for i, c, r, v in clinicians.rows]
     records += [(i, c, labels[("judge", r)], "judge", v) for i, c, r, v in judges.rows]
     records += [(i, c, labels[("jury", JURY_RATER)], "jury", v) for i, c, v in judges.jury]
@@ -285,7 +297,9 @@ def score_data(
     criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
     clinicians = _clinician_scores(study, first=values == "first")
     judges = _judge_scores(study, exclude_flagged=exclude_flagged)
-    table = _long_table(items, clinicians, judges, _metric_scores(study))
+    metrics = _metric_scores(study)
+    labels = _labels(clinicians, judges, metrics)
+    table = _long_table(items, clinicians, judges, metrics, labels)
     calls = _calls_frame(study, items)
     coverage = coverage_of(
         table=table,
@@ -298,7 +312,19 @@ def score_data(
         flagged=judges.flagged,
         exclude_flagged=exclude_flagged,
     )
-    return ScoreData(table=table, items=items, criteria=criteria, calls=calls, coverage=coverage)
+    weights = {
+        labels[("judge", name)]: w
+        for name, w in judges.weights.items()
+        if ("judge", name) in labels
+    }
+    return ScoreData(
+        table=table,
+        items=items,
+        criteria=criteria,
+        calls=calls,
+        coverage=coverage,
+        judge_weights=weights,
+    )
 
 
 def score_table(*, study: RatingStudy, values: ValueChoice = "latest") -> pd.DataFrame:

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 
 from agreement import analysis, plots, presenters, selectors, services
 from agreement.errors import AgreementError
+from agreement.input_status import input_status
 from agreement.models import ReportJob, ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
@@ -71,6 +72,11 @@ class ReportForm(forms.Form):
             '"not estimable" with the reason, and stays out of every mean.'
         ),
     )
+    confirm_incomplete = forms.BooleanField(
+        label="Compute even though judge calls or metrics are incomplete",
+        required=False,
+        help_text="Asked only when they are: the report then states what it was computed on.",
+    )
     exclude_flagged = forms.BooleanField(
         label="Leave out flagged judge verdicts",
         required=False,
@@ -79,6 +85,16 @@ class ReportForm(forms.Form):
             "verdict-like text planted in it. Unticked (the default) they are included; the "
             "coverage counts them either way."
         ),
+    )
+
+
+def incomplete_message(status: dict[str, Any]) -> str:
+    """Why computing now needs a confirmation: what is not finished."""
+    return (
+        "Judge calls or metrics are incomplete ("
+        + "; ".join(status["missing"])
+        + "). Tick the confirmation to compute on the scores as they are; the report will "
+        "state what it was computed on."
     )
 
 
@@ -97,10 +113,16 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
     form = ReportForm(request.POST or None)
+    status = input_status(study=study)
+    confirmed = (
+        request.method == "POST" and form.is_valid() and form.cleaned_data["confirm_incomplete"]
+    )
+    if request.method == "POST" and form.is_valid() and status["incomplete"] and not confirmed:
+        form.add_error("confirm_incomplete", incomplete_message(status))
     if request.method == "POST" and form.is_valid():
         try:
-            job = services.request_report(
-                study=study, actor=request.user, parameters=form.cleaned_data
+            parameters = {k: v for k, v in form.cleaned_data.items() if k != "confirm_incomplete"}
+            job = services.request_report(study=study, actor=request.user, parameters=parameters
             )
         except AgreementError as exc:
             for field, msgs in exc.as_dict().items():
@@ -117,6 +139,7 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
         {
             "study": study,
             "form": form,
+            "input_status": status,
             "rows": rows,
             "jobs": selectors.open_and_failed_jobs(study=study),
             "is_coordinator": Role.COORDINATOR in roles,
@@ -181,6 +204,7 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     context = {
         **presenters.header_context(study=study, snapshot=snapshot),
         "is_coordinator": Role.COORDINATOR in roles,
+        "input_status": input_status(study=study),
     }
     return _with_stored_body(
         request, "agreement/report.html", context, services.page_body(snapshot)
@@ -283,6 +307,10 @@ def report_export(request: HttpRequest, study_id: int, report_id: int, fmt: str)
 def recompute(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
     snapshot = _snapshot_of(study, report_id)
+    status = input_status(study=study)
+    if status["incomplete"] and request.POST.get("confirm_incomplete") != "1":
+        messages.error(request, incomplete_message(status))
+        return redirect("agreement:report", study_id=study.pk, report_id=snapshot.pk)
     job = services.request_recomputation(snapshot=snapshot, actor=request.user)
     if job.status != ReportJob.Status.FINISHED:
         return redirect("agreement:job", study_id=study.pk, job_id=job.pk)

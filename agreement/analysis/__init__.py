@@ -3,6 +3,7 @@
 No database: pandas in, pandas out; every statistic comes from agreement.stats."""
 
 from agreement.analysis.cells import (
+    ALPHA_COLUMNS,
     CELL_COLUMNS,
     NOT_ESTIMABLE,
     clinician_cell,
@@ -28,6 +29,7 @@ from agreement.analysis.sensitivity import (
     sensitivity_line,
 )
 from agreement.analysis.settings import (
+    ALPHA_FORM,
     CI_METHODS,
     CLINICIAN_COLUMN,
     DEFAULT_MAX_CI_WIDTH,
@@ -43,6 +45,8 @@ from agreement.analysis.settings import (
 from agreement.analysis.tidy import TIDY_COLUMNS, dictionary_rows, tidy_scores
 
 __all__ = [
+    "ALPHA_COLUMNS",
+    "ALPHA_FORM",
     "CELL_COLUMNS",
     "CI_METHODS",
     "CLINICIAN_COLUMN",

@@ -17,17 +17,23 @@ import pandas as pd
 
 from agreement.analysis.settings import CI_METHODS, Settings
 from agreement.stats import (
+    ALPHA_LEVELS,
     MEDHELM_MIN_SHARED_ITEMS,
     NotEstimableError,
+    bootstrap_clinician_alpha,
     bootstrap_clinician_pairwise,
     bootstrap_machine_minus_clinicians,
-    bootstrap_machine_vs_clinicians,
+    bootstrap_machine_with_alpha,
     clinician_pairwise,
     koo_li_band,
     koo_li_interval_band,
     machine_vs_clinicians,
 )
 
+#: Krippendorff's alpha beside the ICC: per level its estimate and interval (same resamples).
+ALPHA_COLUMNS = [
+    f"alpha_{level}{part}" for level in ALPHA_LEVELS for part in ("", "_ci_low", "_ci_high")
+]
 CELL_COLUMNS = [
     "section",
     "row_group",
@@ -53,6 +59,7 @@ CELL_COLUMNS = [
     "n_pairs_excluded",
     "pairs_excluded",
     "dropped_raters",
+    *ALPHA_COLUMNS,
 ]
 NOT_ESTIMABLE = "not estimable"
 
@@ -89,14 +96,29 @@ def result_fields(boot: Any, s: Settings) -> dict[str, Any]:
     }
 
 
+def alpha_fields(boots: dict[str, Any]) -> dict[str, Any]:
+    """ALPHA_COLUMNS of the "alpha_<level>" bootstrap results in ``boots`` (no interval where
+    too few resamples gave one)."""
+    out: dict[str, Any] = {}
+    for level in ALPHA_LEVELS:
+        boot = boots[f"alpha_{level}"]
+        ok = _finite(boot.ci_low) and _finite(boot.ci_high)
+        out[f"alpha_{level}"] = boot.estimate if _finite(boot.estimate) else None
+        out[f"alpha_{level}_ci_low"] = boot.ci_low if ok else None
+        out[f"alpha_{level}_ci_high"] = boot.ci_high if ok else None
+    return out
+
+
 def insufficient(reason: str) -> dict[str, Any]:
     """A cell with no estimate, saying why."""
     return {"status": "insufficient", "reason": reason, "band": "undefined"}
 
 
 def not_estimable(codes: tuple[str, ...], reason: str) -> dict[str, Any]:
-    """A cell the rule says cannot be estimated: no number, interval or band; the reason."""
+    """A cell the rule says cannot be estimated: no number, interval or band (alpha's
+    included: the rule is about the cell's data); the reason."""
     return {
+        **dict.fromkeys(ALPHA_COLUMNS),
         "estimate": None,
         "ci_low": None,
         "ci_high": None,
@@ -162,13 +184,12 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
                 f"fewer than {s.min_items} items left after dropping clinicians with no "
                 f"z-score ({point.n_items})"
             )
-        boot = bootstrap_machine_vs_clinicians(
-            sub, machine=machine, on_degenerate="drop", **s.boot()
-        )
+        boots = bootstrap_machine_with_alpha(sub, machine=machine, on_degenerate="drop", **s.boot())
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
     fields = {
-        **result_fields(boot, s),
+        **result_fields(boots["icc"], s),
+        **alpha_fields(boots),
         "n_items": point.n_items,
         "n_raters": point.n_clinicians,
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
@@ -193,12 +214,14 @@ def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
     try:
         point = clinician_pairwise(clin, **medhelm, rule=s.rule)
         boot = bootstrap_clinician_pairwise(clin, **medhelm, rule=s.rule, **s.boot())
+        alphas = bootstrap_clinician_alpha(clin, on_degenerate="drop", **s.boot())
     except NotEstimableError as exc:  # every pair left out by the rule
         return {**not_estimable(exc.codes, str(exc)), "n_pairs": 0, "n_pairs_excluded": exc.count}
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
     fields = {
         **result_fields(boot, s),
+        **alpha_fields(alphas),
         "n_items": point.n_items,
         "n_raters": point.n_clinicians,
         "n_pairs": point.n_pairs,

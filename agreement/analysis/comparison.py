@@ -15,7 +15,7 @@ headline figures (all items) are also given without the rule (:mod:`.sensitivity
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from agreement.analysis.cells import (
     difference_cell,
     machine_cell,
 )
+from agreement.analysis.jury import jury_compositions, single_judge
 from agreement.analysis.sensitivity import Sensitivity, headline_sensitivity
 from agreement.analysis.settings import (
     CLINICIAN_COLUMN,
@@ -77,6 +78,8 @@ class Comparison:
     criteria: list[str]
     sensitivity: Sensitivity
     settings: Settings = field(repr=False)
+    #: judges, single_judge, weights, compositions (best first), note: see analysis.jury
+    jury: dict[str, Any] = field(default_factory=dict)
 
 
 def machine_columns(table: pd.DataFrame) -> list[tuple[str, str]]:
@@ -214,12 +217,16 @@ def comparison_table(
     min_items: int = 3,
     min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
     max_ci_width: float = DEFAULT_MAX_CI_WIDTH,
+    judge_weights: Mapping[str, float] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Comparison:
     """MedHELM Table 2 on every row subset, per criterion, and the differences (see the
     module docstring). ``min_shared_items`` and ``max_ci_width`` are the estimability rule's
-    (with the bounds [-1, 1]). ``progress(cells_done, cells_total)`` is called after each
-    row of cells (each cell is one bootstrap of ``n_resamples``)."""
+    (with the bounds [-1, 1]). With a single judge its column is left out: the jury's column
+    is that judge (``columns`` says so). ``judge_weights`` (judge label -> weight, default 1)
+    build the leave-one-judge-out juries (section "jury_composition", :mod:`.jury`).
+    ``progress(cells_done, cells_total)`` is called after each row of cells (each cell is one
+    bootstrap of ``n_resamples``)."""
     s = Settings(
         n_resamples=n_resamples,
         seed=seed,
@@ -229,7 +236,8 @@ def comparison_table(
         min_shared_items=min_shared_items,
         max_ci_width=max_ci_width,
     )
-    machines = machine_columns(table)
+    alone = single_judge(table)
+    machines = [m for m in machine_columns(table) if m != ("judge", alone)]
     subsets = row_subsets(table)
     criteria = criteria_of(table)
     total = (len(subsets) + len(criteria)) * (len(machines) + 1)
@@ -242,6 +250,12 @@ def comparison_table(
             progress(done, total)
 
     cells, diffs = _overall(table, subsets, machines, s, tick)
+    compositions = jury_compositions(
+        table.loc[table["item"].isin(subsets[0][2])],
+        overall_cells=[c for c in cells if c["row_group"] == "all"],
+        weights=judge_weights or {},
+        s=s,
+    )
     sensitivity = headline_sensitivity(
         table.loc[table["item"].isin(subsets[0][2])],
         cells=[c for c in cells if c["row_group"] == "all"],
@@ -254,13 +268,23 @@ def comparison_table(
         )
         cells += these
         tick(len(these))
+    cells += compositions.cells
     return Comparison(
         cells=_counts_as_int(pd.DataFrame(cells, columns=CELL_COLUMNS)),
         differences=_counts_as_int(pd.DataFrame(diffs, columns=DIFFERENCE_COLUMNS)),
         rows=[{"row_group": g, "row": r} for g, r, _ in subsets],
-        columns=[{"column_kind": k, "column": r} for k, r in machines]
+        columns=[_column(k, r, alone) for k, r in machines]
         + [{"column_kind": "clinician", "column": CLINICIAN_COLUMN}],
         criteria=criteria,
         sensitivity=sensitivity,
         settings=s,
+        jury=compositions.summary,
     )
+
+
+def _column(kind: str, rater: str, alone: str | None) -> dict[str, str]:
+    """A column's kind and rater; the jury of a single judge says it is that judge."""
+    out = {"column_kind": kind, "column": rater}
+    if kind == "jury" and alone is not None:
+        out["note"] = f"= judge {alone} alone (the only judge)"
+    return out

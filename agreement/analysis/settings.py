@@ -30,6 +30,13 @@ RULE_NOT_APPLIED = (
     "included) and it has no sensitivity line. Recompute it to apply the rule."
 )
 RULE_NOT_APPLIED_RECORD = {"applied": False, "text": RULE_NOT_APPLIED}
+ALPHA_FORM = (
+    "Krippendorff's alpha, interval and ordinal levels (Krippendorff 2011), on the same "
+    "z-scored composites as the ICC: machine columns over the ICC's two 'raters' (clinician "
+    "mean z, machine z); clinician-clinician over every clinician's z-scores at once (items as "
+    "units, any number of clinicians per item; not a mean over pairs); ordinal uses the order "
+    "of the z-scores only; bootstrap interval on the ICC's item resamples (same seed)"
+)
 DIFFERENCE_FORM = "machine ICC(3,2) minus clinician-clinician mean ICC(3,2), same resamples"
 CI_METHODS = {"bca": "bootstrap over items, BCa", "percentile": "bootstrap over items, percentile"}
 

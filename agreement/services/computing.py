@@ -18,6 +18,7 @@ import pandas as pd
 from django.utils import timezone
 
 from agreement import analysis, selectors
+from agreement.input_status import input_status
 from agreement.stats import package_versions
 from annotation.models import RatingStudy
 
@@ -29,7 +30,9 @@ METHOD_TEXT = {
     "clinician-rated items of the row being analysed (each category or benchmark row on its "
     "own); a clinician with no SD there is left out of the cell",
     "jury_aggregate": "per item and criterion, the weight-averaged latest valid score of every "
-    "judge; composite = mean over criteria",
+    "judge; composite = mean over criteria; with a single judge the jury is that judge (one "
+    "column); with three or more, each jury without one judge is built the same way and "
+    "compared with the clinicians on all items (section jury_composition)",
     "per_criterion_metrics": "a metric has one overall value per item: per criterion it is "
     "compared with the clinicians' scores on that criterion",
     "bootstrap": "items resampled with replacement; z-scores recomputed in every resample; "
@@ -156,6 +159,7 @@ def _results(
         min_items=s.min_items,
         min_shared_items=s.min_shared_items,
         max_ci_width=s.max_ci_width,
+        judge_weights=data.judge_weights,
         progress=lambda done, total: progress(STAGE_CELLS, done, total),
     )
     progress(STAGE_SUMMARIES, len(comparison.cells), len(comparison.cells))
@@ -168,6 +172,7 @@ def _results(
             "criteria": comparison.criteria,
             "cells": comparison.cells,
             "differences": comparison.differences,
+            "jury": comparison.jury,
             "sensitivity": {
                 "entries": comparison.sensitivity.entries,
                 "line": comparison.sensitivity.line,
@@ -198,6 +203,7 @@ def _method(
                 "machine_vs_clinicians": analysis.MACHINE_FORM,
                 "clinician_clinician": analysis.PAIRWISE_FORM,
                 "difference": analysis.DIFFERENCE_FORM,
+                "alpha": analysis.ALPHA_FORM,
                 "names": FORM_NAMES,
             },
             "composite": METHOD_TEXT["composite"],
@@ -237,4 +243,6 @@ def compute_report(
     )
     input_hash = canonical_hash(data.table)
     results = _results(study, data, parameters, progress)
+    # What the machine scores stood at when this was computed (the page shows it in the header).
+    results["computed_on"] = jsonable(input_status(study=study))
     return results, _method(data, parameters, input_hash), input_hash

@@ -21,6 +21,25 @@ from agreement.services.exports import methods_text, stated_method
 BODY_TEMPLATE = "agreement/_report_body.html"
 
 
+ALPHA_LABELS = {"interval": "\u03b1 interval", "ordinal": "\u03b1 ordinal"}
+
+
+def _alphas(cell: dict[str, Any]) -> list[dict[str, str]]:
+    """Krippendorff's alpha of a cell per level, as text (none for a report computed before
+    alpha was reported)."""
+    return [
+        {
+            "label": label,
+            "estimate_text": plots.fmt(cell.get(f"alpha_{level}")),
+            "ci_text": plots.fmt_ci(
+                cell.get(f"alpha_{level}_ci_low"), cell.get(f"alpha_{level}_ci_high")
+            ),
+        }
+        for level, label in ALPHA_LABELS.items()
+        if f"alpha_{level}" in cell
+    ]
+
+
 def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
     if cell is None:
         return None
@@ -30,6 +49,7 @@ def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
         **cell,
         "estimate_text": plots.fmt(cell.get("estimate")),
         "ci_text": plots.fmt_ci(cell.get("ci_low"), cell.get("ci_high")),
+        "alphas": _alphas(cell),
     }
 
 
@@ -62,6 +82,8 @@ def body_context(snapshot: ReportSnapshot, figures: list[dict[str, str | None]])
         "methods_paragraph": methods_text(snapshot),
         "per_criterion": wide_table(results, "criterion"),
         "differences": [_display(d) for d in results.get("differences", [])],
+        "jury": results.get("jury", {}),
+        "computed_on": results.get("computed_on"),
         "leaderboard": results.get("leaderboard", {}),
         "coverage": results.get("coverage", {}),
         "changes": results.get("changes"),

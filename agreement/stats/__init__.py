@@ -2,13 +2,14 @@
 
 ICC on complete matrices (:mod:`.icc`, :mod:`.icc_forms`, :mod:`.icc_intervals`,
 :mod:`.icc_batch`) and incomplete designs (:mod:`.icc_oneway`, :mod:`.icc_incomplete`,
-:mod:`.reml`); Krippendorff's alpha (:mod:`.alpha`); the item bootstrap (:mod:`.bootstrap`);
+:mod:`.reml`); Krippendorff's alpha (:mod:`.alpha`, per resample :mod:`.alpha_batch`); the item bootstrap (:mod:`.bootstrap`);
 MedHELM's method on the long score table (:mod:`.medhelm`); when an estimate is not
 estimable (:mod:`.estimability`); Koo & Li bands (:mod:`.bands`); HELM mean win rate
 (:mod:`.winrate`).
 """
 
-from .alpha import AlphaResult, interval_alpha, krippendorff_alpha
+from .alpha import AlphaResult, interval_alpha, krippendorff_alpha, ordinal_alpha
+from .alpha_batch import weighted_alpha, weighted_alphas
 from .bands import koo_li_band, koo_li_bands, koo_li_interval_band
 from .bootstrap import (
     BootstrapResult,
@@ -16,6 +17,7 @@ from .bootstrap import (
     IccStatistic,
     ItemStatistic,
     bootstrap_ci,
+    bootstrap_cis,
     bootstrap_difference,
     bootstrap_distribution,
     icc_bootstrap,
@@ -44,14 +46,19 @@ from .icc_forms import (
 from .icc_incomplete import RemlIcc, icc_reml
 from .icc_oneway import OneWayIcc, icc_oneway_unbalanced
 from .medhelm import (
+    ALPHA_LEVELS,
     MEDHELM_MIN_SHARED_ITEMS,
+    ClinicianAlphaStatistic,
     ClinicianPairwiseStatistic,
     MachineAgreement,
+    MachineAlphaStatistic,
     MachineVsClinicianStatistic,
     PairwiseAgreement,
+    bootstrap_clinician_alpha,
     bootstrap_clinician_pairwise,
     bootstrap_machine_minus_clinicians,
     bootstrap_machine_vs_clinicians,
+    bootstrap_machine_with_alpha,
     clinician_pairwise,
     composite_scores,
     machine_vs_clinicians,
@@ -61,6 +68,7 @@ from .reml import VarianceComponents, reml_crossed_components
 from .winrate import helm_win_rates, per_benchmark_win_rates
 
 __all__ = [
+    "ALPHA_LEVELS",
     "BOUNDS",
     "FORMS",
     "MEDHELM_MIN_SHARED_ITEMS",
@@ -71,6 +79,7 @@ __all__ = [
     "TOO_WIDE",
     "AlphaResult",
     "BootstrapResult",
+    "ClinicianAlphaStatistic",
     "ClinicianPairwiseStatistic",
     "DifferenceStatistic",
     "EstimabilityRule",
@@ -79,6 +88,7 @@ __all__ = [
     "IccTable",
     "ItemStatistic",
     "MachineAgreement",
+    "MachineAlphaStatistic",
     "MachineVsClinicianStatistic",
     "MeanSquares",
     "NotEstimableError",
@@ -88,11 +98,14 @@ __all__ = [
     "VarianceComponents",
     "Verdict",
     "bootstrap_ci",
+    "bootstrap_cis",
+    "bootstrap_clinician_alpha",
     "bootstrap_clinician_pairwise",
     "bootstrap_difference",
     "bootstrap_distribution",
     "bootstrap_machine_minus_clinicians",
     "bootstrap_machine_vs_clinicians",
+    "bootstrap_machine_with_alpha",
     "canonical_form",
     "clinician_pairwise",
     "composite_scores",
@@ -112,8 +125,11 @@ __all__ = [
     "krippendorff_alpha",
     "machine_vs_clinicians",
     "mean_squares",
+    "ordinal_alpha",
     "package_versions",
     "per_benchmark_win_rates",
     "reml_crossed_components",
+    "weighted_alpha",
+    "weighted_alphas",
     "zscore_within_rater",
 ]

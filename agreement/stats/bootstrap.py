@@ -237,6 +237,117 @@ def bca_interval(
     return (float(lo), float(hi)), z0, acc
 
 
+def _uses_default_jackknife(statistic: ItemStatistic) -> bool:
+    return type(statistic).jackknife is ItemStatistic.jackknife
+
+
+def _jackknives(statistics: Sequence[ItemStatistic], *, max_cells: int) -> list[np.ndarray]:
+    """Each statistic's leave-one-item-out values; those using the default jackknife share
+    one weights array per chunk (so a statistic that caches work per weights array, such as
+    the MedHELM columns several statistics read, does it once)."""
+    shared = [s for s in statistics if _uses_default_jackknife(s)]
+    out: dict[int, np.ndarray] = {
+        id(s): s.jackknife(max_cells=max_cells) for s in statistics if s not in shared
+    }
+    if shared:
+        n = statistics[0].n_items
+        for s in shared:
+            out[id(s)] = np.empty(n)
+        step = max(1, max_cells // max(n, 1))
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            w = np.ones((stop - start, n))
+            w[np.arange(stop - start), np.arange(start, stop)] = 0.0
+            for s in shared:
+                out[id(s)][start:stop] = s.from_weights(w)
+    return [out[id(s)] for s in statistics]
+
+
+def bootstrap_cis(
+    statistics: Sequence[ItemStatistic],
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    method: str = "bca",
+    seed: int | np.integer | np.random.Generator | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
+) -> list[BootstrapResult]:
+    """Bootstrap intervals for several statistics over one item universe, on the *same*
+    resamples: each chunk of item weights is drawn once and every statistic evaluated on it.
+
+    With an int seed each result equals :func:`bootstrap_ci` of that statistic alone (the
+    stream is the same); drawing once is what lets statistics share work per resample.
+    """
+    if method not in ("bca", "percentile"):
+        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not statistics:
+        raise ValueError("no statistic to bootstrap")
+    first = statistics[0]
+    for other in statistics[1:]:
+        if not first.items.equals(other.items):
+            raise ValueError(
+                "statistics bootstrapped together must share one item universe in the same "
+                f"order ({first.n_items} vs {other.n_items} items)"
+            )
+    if first.n_items < 2:
+        raise ValueError("need at least 2 items to bootstrap")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be >= 1")
+    seed_record = recorded_seed(seed)
+    estimates = [s.estimate() for s in statistics]
+    rng = as_generator(seed)
+    n = first.n_items
+    dists = [np.empty(n_resamples) for _ in statistics]
+    step = max(1, max_cells // max(n, 1))
+    for start in range(0, n_resamples, step):
+        stop = min(n_resamples, start + step)
+        weights = resample_weights(rng, n, stop - start)
+        enough = np.count_nonzero(weights, axis=1) >= 2
+        for s, dist in zip(statistics, dists, strict=True):
+            dist[start:stop] = np.where(enough, s.from_weights(weights), np.nan)
+    jackknives = _jackknives(statistics, max_cells=max_cells)
+    return [
+        _result(s, est, dist, jk, confidence=confidence, method=method, seed=seed_record)
+        for s, est, dist, jk in zip(statistics, estimates, dists, jackknives, strict=True)
+    ]
+
+
+def _result(
+    statistic: ItemStatistic,
+    estimate: float,
+    dist: np.ndarray,
+    jackknife: np.ndarray,
+    *,
+    confidence: float,
+    method: str,
+    seed: int | None,
+) -> BootstrapResult:
+    valid = dist[np.isfinite(dist)]
+    perc = percentile_interval(dist, confidence)
+    bca, z0, acc = bca_interval(dist, estimate, jackknife, confidence)
+    chosen = bca if method == "bca" else perc
+    return BootstrapResult(
+        statistic=statistic.name,
+        estimate=estimate,
+        method=method,
+        confidence=confidence,
+        ci_low=chosen[0],
+        ci_high=chosen[1],
+        percentile_ci=perc,
+        bca_ci=bca,
+        n_items=statistic.n_items,
+        n_resamples=int(dist.size),
+        n_valid=int(valid.size),
+        standard_error=float(valid.std(ddof=1)) if valid.size > 1 else float("nan"),
+        bias_correction=z0,
+        acceleration=acc,
+        seed=seed,
+        distribution=dist,
+    )
+
+
 def bootstrap_ci(
     statistic: ItemStatistic,
     *,
@@ -253,41 +364,14 @@ def bootstrap_ci(
     is undefined (NaN, e.g. a degenerate resample) are dropped and counted in ``n_valid``.
     Pass an int seed (recorded in the result) or a numpy Generator.
     """
-    if method not in ("bca", "percentile"):
-        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if statistic.n_items < 2:
-        raise ValueError("need at least 2 items to bootstrap")
-    seed_record = recorded_seed(seed)
-    estimate = statistic.estimate()
-    dist = bootstrap_distribution(
-        statistic, n_resamples=n_resamples, seed=seed, max_cells=max_cells
-    )
-    valid = dist[np.isfinite(dist)]
-    perc = percentile_interval(dist, confidence)
-    bca, z0, acc = bca_interval(
-        dist, estimate, statistic.jackknife(max_cells=max_cells), confidence
-    )
-    chosen = bca if method == "bca" else perc
-    return BootstrapResult(
-        statistic=statistic.name,
-        estimate=estimate,
-        method=method,
-        confidence=confidence,
-        ci_low=chosen[0],
-        ci_high=chosen[1],
-        percentile_ci=perc,
-        bca_ci=bca,
-        n_items=statistic.n_items,
+    return bootstrap_cis(
+        [statistic],
         n_resamples=n_resamples,
-        n_valid=int(valid.size),
-        standard_error=float(valid.std(ddof=1)) if valid.size > 1 else float("nan"),
-        bias_correction=z0,
-        acceleration=acc,
-        seed=seed_record,
-        distribution=dist,
-    )
+        confidence=confidence,
+        method=method,
+        seed=seed,
+        max_cells=max_cells,
+    )[0]
 
 
 def bootstrap_difference(

@@ -356,3 +356,31 @@ def test_a_pair_with_no_variation_up_to_rounding_is_undefined():
     except ValueError:
         return  # fixed: the only pair is undefined, so there is no mean
     assert abs(result.mean_icc) <= 1.0e6, result.mean_icc
+
+
+def test_every_cell_has_alpha_equal_to_the_package_on_its_z_scores():
+    import krippendorff
+
+    from agreement.stats import MachineVsClinicianStatistic
+
+    table, _ = make_table(n_items=30, raters_per_item=3, n_clinicians=5, clinician_noise=0.7)
+    comp = analysis.comparison_table(table, n_resamples=120, seed=3)
+    assert set(analysis.ALPHA_COLUMNS) <= set(comp.cells.columns)
+    for machine in ("jury", "random", "noise"):
+        got = cell(comp, machine)
+        icc_table = MachineVsClinicianStatistic(
+            table, machine=machine, on_degenerate="drop"
+        ).agreement.table
+        data = icc_table[["clinician_z", "machine_z"]].to_numpy().T
+        for level in ("interval", "ordinal"):
+            ref = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+            assert got[f"alpha_{level}"] == pytest.approx(ref, abs=1e-9)
+            assert got[f"alpha_{level}_ci_low"] <= got[f"alpha_{level}"]
+            assert got[f"alpha_{level}"] <= got[f"alpha_{level}_ci_high"]
+    clin = table.loc[table["rater_kind"] == "clinician"]
+    comp_ = clin.groupby(["rater", "item"])["value"].mean().unstack("item")
+    z = comp_.sub(comp_.mean(axis=1), axis=0).div(comp_.std(axis=1, ddof=1), axis=0).to_numpy()
+    got = cell(comp, analysis.CLINICIAN_COLUMN)
+    for level in ("interval", "ordinal"):
+        ref = krippendorff.alpha(reliability_data=z, level_of_measurement=level)
+        assert got[f"alpha_{level}"] == pytest.approx(ref, abs=1e-9)

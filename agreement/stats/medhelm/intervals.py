@@ -13,8 +13,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..bootstrap import DEFAULT_MAX_CELLS, BootstrapResult, bootstrap_ci, bootstrap_difference
+from ..bootstrap import (
+    DEFAULT_MAX_CELLS,
+    BootstrapResult,
+    bootstrap_ci,
+    bootstrap_cis,
+    bootstrap_difference,
+)
 from ..estimability import EstimabilityRule
+from .alpha import ALPHA_LEVELS, clinician_alpha_statistics, machine_alpha_statistics
 from .machine import MachineVsClinicianStatistic
 from .pairwise import MEDHELM_MIN_SHARED_ITEMS, ClinicianPairwiseStatistic
 
@@ -114,3 +121,61 @@ def bootstrap_machine_minus_clinicians(
         seed=seed,
         max_cells=max_cells,
     )
+
+
+def bootstrap_machine_with_alpha(
+    scores: pd.DataFrame,
+    *,
+    machine: object,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    method: str = "bca",
+    seed: int | np.integer | np.random.Generator | None = None,
+    restandardize: bool = True,
+    on_degenerate: str = "raise",
+    max_cells: int = DEFAULT_MAX_CELLS,
+) -> dict[str, BootstrapResult]:
+    """The machine's ICC(3,2) and its interval and ordinal alpha (keys "icc",
+    "alpha_interval", "alpha_ordinal"), all on the same item resamples; the ICC's result is
+    the one :func:`bootstrap_machine_vs_clinicians` gives with the same seed."""
+    base = MachineVsClinicianStatistic(
+        scores, machine=machine, restandardize=restandardize, on_degenerate=on_degenerate
+    )
+    alphas = machine_alpha_statistics(base)
+    results = bootstrap_cis(
+        [base, *alphas],
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+        max_cells=max_cells,
+    )
+    return dict(zip(("icc", *(f"alpha_{lv}" for lv in ALPHA_LEVELS)), results, strict=True))
+
+
+def bootstrap_clinician_alpha(
+    scores: pd.DataFrame,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    method: str = "bca",
+    seed: int | np.integer | np.random.Generator | None = None,
+    restandardize: bool = True,
+    on_degenerate: str = "raise",
+    max_cells: int = DEFAULT_MAX_CELLS,
+) -> dict[str, BootstrapResult]:
+    """Interval and ordinal alpha over every clinician's z-composites (keys "alpha_interval",
+    "alpha_ordinal"), on the resamples :func:`bootstrap_clinician_pairwise` draws with the
+    same seed (same study items, same stream)."""
+    stats = clinician_alpha_statistics(
+        scores, restandardize=restandardize, on_degenerate=on_degenerate
+    )
+    results = bootstrap_cis(
+        stats,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+        max_cells=max_cells,
+    )
+    return dict(zip((f"alpha_{lv}" for lv in ALPHA_LEVELS), results, strict=True))

@@ -88,14 +88,29 @@ class MachineVsClinicianStatistic(ItemStatistic):
         self._rated = study.rated
         self._sparse_rated = sparse.csr_matrix(study.rated)
         self._sparse_x0 = sparse.csr_matrix(self._x0)
-        self._direct = machine_vs_clinicians(
-            scores, machine=machine, on_degenerate=on_degenerate
-        ).icc
+        self.agreement = machine_vs_clinicians(scores, machine=machine, on_degenerate=on_degenerate)
+        self._direct = self.agreement.icc
+        self._cached: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 
     def estimate(self) -> float:
         return self._direct
 
     def from_weights(self, weights: np.ndarray) -> np.ndarray:
+        use, c, z = self.columns(weights)
+        return consistency_icc2(use, c + z, c - z)
+
+    def columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(use, c, z), each (B, n), for item weights (B, n): the weight an item has in the
+        resample (0 where the machine or every clinician z-score is missing), the clinicians'
+        mean z-score and the machine's z-score. The last weights array's columns are kept, so
+        statistics read from the same resamples (ICC, alpha) compute them once."""
+        if self._cached is not None and self._cached[0] is weights:
+            return self._cached[1]
+        out = self._columns(weights)
+        self._cached = (weights, out)
+        return out
+
+    def _columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         w = np.asarray(weights, dtype=np.float64)
         b = w.shape[0]
         if self.restandardize:
@@ -117,7 +132,7 @@ class MachineVsClinicianStatistic(ItemStatistic):
             z = (self._y0[None, :] - mean_m[:, None]) / sd_m[:, None]
         use = w * self._has_m[None, :] * (den > 0)
         z = np.where(use > 0, z, 0.0)
-        return consistency_icc2(use, c + z, c - z)
+        return use, c, z
 
 
 def consistency_icc2(w: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:

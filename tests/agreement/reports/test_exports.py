@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import io
 
+from django.urls import reverse
+
 from agreement import analysis, plots, services
 from delphi.models import TaxonomyNode
 from jury.models import Judge
@@ -62,3 +64,25 @@ def test_names_with_dollars_and_formula_starts_are_drawn_and_exported_as_text(bu
     assert services.export_pdf(snap).startswith(b"%PDF")
     rows = list(csv.DictReader(io.StringIO(services.export_csv(snap))))
     assert {r["column"] for r in rows} >= {"'=gpt$\\frac$"}
+
+
+def test_alpha_is_in_the_csv_json_and_page_beside_every_icc(built, client):
+    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+    client.force_login(built.members.researcher)
+    base = f"/studies/{built.study.pk}/agreement/{snap.pk}/report"
+    rows = list(csv.DictReader(io.StringIO(client.get(base + ".csv").content.decode())))
+    cells = [r for r in rows if r["section"] in ("overall", "criterion") and r["status"] == "ok"]
+    assert cells
+    for row in cells:
+        for level in ("interval", "ordinal"):
+            assert -1.0 <= float(row[f"alpha_{level}"]) <= 1.0
+    json_cells = client.get(base + ".json").json()["results"]["cells"]
+    ok = [c for c in json_cells if c["status"] == "ok"]
+    assert {(c["row"], c["column"]) for c in ok} == {(r["row"], r["column"]) for r in cells}
+    for c in ok:
+        assert c["alpha_interval"] is not None and c["alpha_ordinal"] is not None
+    assert "alpha" in client.get(base + ".json").json()["method"]["forms"]
+    page = client.get(reverse("agreement:report", args=[built.study.pk, snap.pk])).content.decode()
+    shown = plots.fmt(ok[0]["alpha_interval"])
+    assert page.count('data-testid="alpha"') == 2 * len(ok)
+    assert shown in page and "\u03b1 ordinal" in page

@@ -1,0 +1,131 @@
+"""Krippendorff's alpha (interval and ordinal) for many item resamples at once.
+
+A resample is a row of unit (item) weights: a unit drawn w times counts as w copies of itself,
+so its ratings count w times in the value frequencies and its within-unit sum of squares w
+times. The closed forms of :mod:`.alpha` then need only per-unit sums, one sparse product
+per resample chunk; ordinal alpha is interval alpha on the weighted mid-ranks of the pairable
+values, whose order may change from one resample to the next (the values are recomputed in
+each), so they are ranked per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+#: Values closer than this, relative to the largest |value| of a resample, are one value
+#: (values equal in exact arithmetic can differ in the last bits after z-scoring).
+TIE_TOLERANCE = 1e-10
+
+
+def weighted_midranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per row, the mid-rank r_c = sum_{g<c} n_g + n_c / 2 of each value, with n_g the total
+    weight of the values tied with g; values of weight 0 take no part (their rank is 0)."""
+    b, n = values.shape
+    active = weights > 0
+    key = np.where(active, values, np.inf)
+    order = np.argsort(key, axis=1, kind="stable")
+    flat = (order + (np.arange(b) * n)[:, None]).ravel()  # row-major positions, sorted
+    sv = key.ravel()[flat].reshape(b, n)
+    sw = np.where(active, weights, 0.0).ravel()[flat].reshape(b, n)
+    cum = np.cumsum(sw, axis=1)
+    finite = np.where(np.isfinite(sv), np.abs(sv), 0.0)
+    tol = TIE_TOLERANCE * finite.max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        tied = np.diff(sv, axis=1) <= tol  # inf - inf is NaN: not tied (both inactive)
+    new = np.ones((b, n), dtype=bool)
+    new[:, 1:] = ~tied
+    last = np.ones((b, n), dtype=bool)
+    last[:, :-1] = ~tied
+    # Tie groups in row-major order: a group's mid-rank is the mean of the cumulative weight
+    # before its first value and after its last.
+    group = np.cumsum(new.ravel()) - 1
+    mid = ((cum - sw)[new] + cum[last]) / 2.0
+    ranks = np.empty(b * n)
+    ranks[flat] = mid[group]
+    return np.where(active, ranks.reshape(b, n), 0.0)
+
+
+def weighted_alphas(
+    values: np.ndarray,
+    valid: np.ndarray,
+    unit: np.ndarray,
+    unit_weights: np.ndarray,
+    *,
+    levels: tuple[str, ...] = ("interval", "ordinal"),
+) -> dict[str, np.ndarray]:
+    """Alpha per resample (B,) at each of ``levels`` ("interval", "ordinal") from ``values``
+    (B, N), which of them are present ``valid`` (B, N), each value's unit ``unit`` (N,),
+    sorted, in [0, U), and the units' weights (B, U).
+
+    A unit is pairable in a resample when it has >= 2 present values and a positive weight.
+    NaN where fewer than 2 pairable values or no variation (D_e = 0)."""
+    for level in levels:
+        if level not in ("interval", "ordinal"):
+            raise ValueError(f"level must be 'interval' or 'ordinal', got {level!r}")
+    unit = np.asarray(unit)
+    if unit.size and np.any(np.diff(unit) < 0):
+        raise ValueError("values must be ordered by unit")
+    values = np.asarray(values, dtype=np.float64)
+    n_units = unit_weights.shape[1]
+    starts = np.searchsorted(unit, np.arange(n_units))
+    filled = starts < unit.size
+    has = np.zeros(n_units, dtype=bool)
+    has[unit] = True
+
+    counts = np.bincount(unit, minlength=n_units)
+    regular = unit.size > 0 and bool(np.all(counts == counts[0]))
+
+    def per_unit(x: np.ndarray) -> np.ndarray:
+        if regular:  # every unit has the same number of values: a reshape, no index
+            return x.reshape(x.shape[0], n_units, int(counts[0])).sum(axis=2)
+        out = np.zeros((x.shape[0], n_units))
+        if unit.size:
+            sums = np.add.reduceat(x, starts[filled], axis=1)
+            out[:, filled] = sums
+        out[:, ~has] = 0.0  # reduceat gives a unit with no value its neighbour's entry
+        return out
+
+    m = per_unit(valid.astype(np.float64))
+    w = np.where(m >= 2, unit_weights, 0.0)
+    wv = w[:, unit] * valid  # each pairable value's weight
+    n = wv.sum(axis=1)
+    out = {}
+    for level in levels:
+        x = weighted_midranks(values, wv) if level == "ordinal" else np.where(wv > 0, values, 0.0)
+        out[level] = _alpha(x, wv, w, m, n, per_unit)
+    return out
+
+
+def _alpha(
+    x: np.ndarray,
+    wv: np.ndarray,
+    w: np.ndarray,
+    m: np.ndarray,
+    n: np.ndarray,
+    per_unit: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
+    scale = (wv * x * x).sum(axis=1)  # before centring: what "no variation" is relative to
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Centre on the pooled mean first: the sums of squares below lose no precision.
+        x = np.where(wv > 0, x - ((wv * x).sum(axis=1) / n)[:, None], 0.0)
+        s1, s2 = per_unit(x), per_unit(x * x)
+        ss_tot = (w * s2).sum(axis=1)  # the pooled mean is 0 after centring
+        within_u = np.where(m >= 2, (s2 - s1 * s1 / m) * m / (m - 1), 0.0)
+        within = (w * within_u).sum(axis=1)
+        alpha = 1.0 - (n - 1.0) * within / (n * ss_tot)
+    defined = (n >= 2) & (ss_tot > 1e-12 * scale) & (ss_tot > 0)
+    return np.where(defined, alpha, np.nan)
+
+
+def weighted_alpha(
+    values: np.ndarray,
+    valid: np.ndarray,
+    unit: np.ndarray,
+    unit_weights: np.ndarray,
+    *,
+    level: str = "interval",
+) -> np.ndarray:
+    """:func:`weighted_alphas` at one level."""
+    return weighted_alphas(values, valid, unit, unit_weights, levels=(level,))[level]

@@ -1,0 +1,174 @@
+"""Krippendorff's alpha beside MedHELM's ICCs: the per-resample closed forms against the
+krippendorff package (a resample = its items replicated as drawn), the published 2011
+example, the statistics' point estimates against the package on the same z-scores, and the
+ICC's interval unchanged when alpha is bootstrapped with it.
+
+Tolerance 1e-9 against the package (both are exact formulas in double precision); the
+published values to their 3 printed decimals, 0.849107 to 5e-7 (REFERENCES.md).
+"""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+
+from agreement.stats import (
+    ALPHA_LEVELS,
+    bootstrap_clinician_alpha,
+    bootstrap_machine_vs_clinicians,
+    bootstrap_machine_with_alpha,
+    krippendorff_alpha,
+    ordinal_alpha,
+    weighted_alphas,
+)
+from agreement.stats.medhelm.alpha import clinician_alpha_statistics, machine_alpha_statistics
+from agreement.stats.medhelm.machine import MachineVsClinicianStatistic
+
+from .factories import KRIPPENDORFF_2011, hand_case, medhelm_like_scores
+
+TOL = 1e-9
+
+
+def _flat(reliability: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """coders x units -> values, presence and unit of each cell, ordered by unit."""
+    values = reliability.T.ravel()
+    unit = np.repeat(np.arange(reliability.shape[1]), reliability.shape[0])
+    return np.nan_to_num(values), ~np.isnan(values), unit
+
+
+@pytest.mark.parametrize(
+    ("level", "published", "exact"), [("interval", 0.849, 0.849107), ("ordinal", 0.815, None)]
+)
+def test_batch_form_gives_the_2011_example(level: str, published: float, exact: float | None):
+    values, present, unit = _flat(KRIPPENDORFF_2011)
+    got = weighted_alphas(
+        values[None, :], present[None, :], unit, np.ones((1, 12)), levels=(level,)
+    )[level][0]
+    assert got == pytest.approx(published, abs=5e-4)
+    if exact is not None:
+        assert got == pytest.approx(exact, abs=5e-7)
+
+
+@pytest.mark.parametrize("level", ALPHA_LEVELS)
+@pytest.mark.parametrize("continuous", [False, True])
+def test_weighted_resamples_equal_the_package_on_replicated_units(level: str, continuous: bool):
+    rng = np.random.default_rng(3)
+    n_units, n_coders = 25, 4
+    data = rng.normal(size=(n_coders, n_units)) + rng.normal(size=n_units)
+    if not continuous:  # Likert values: many ties
+        data = np.clip(np.round(3 + data), 1, 5)
+    data[rng.random(data.shape) < 0.35] = np.nan
+    values, present, unit = _flat(data)
+    weights = rng.integers(0, 4, size=(6, n_units)).astype(float)
+    got = weighted_alphas(
+        np.tile(values, (6, 1)), np.tile(present, (6, 1)), unit, weights, levels=(level,)
+    )[level]
+    for b in range(6):
+        drawn = np.repeat(np.arange(n_units), weights[b].astype(int))
+        ref = krippendorff.alpha(reliability_data=data[:, drawn], level_of_measurement=level)
+        assert got[b] == pytest.approx(ref, abs=TOL)
+
+
+def test_ordinal_closed_form_equals_the_package_on_continuous_values_with_ties():
+    rng = np.random.default_rng(5)
+    data = np.round(rng.normal(size=(3, 40)) + rng.normal(size=40), 1)  # ties, many values
+    data[rng.random(data.shape) < 0.2] = np.nan
+    units = np.tile(np.arange(40), 3)
+    ours = ordinal_alpha(units, data.ravel())
+    ref = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
+    assert ours == pytest.approx(ref, abs=TOL)
+
+
+def test_undefined_without_variation_or_pairs():
+    values = np.array([[2.0, 2.0, 2.0, 2.0]])
+    present = np.ones((1, 4), dtype=bool)
+    unit = np.array([0, 0, 1, 1])
+    out = weighted_alphas(values, present, unit, np.ones((1, 2)))
+    assert all(np.isnan(v[0]) for v in out.values())
+    lonely = weighted_alphas(
+        np.array([[1.0, 2.0]]), np.ones((1, 2), dtype=bool), np.array([0, 1]), np.ones((1, 2))
+    )
+    assert all(np.isnan(v[0]) for v in lonely.values())
+    with pytest.raises(ValueError, match="ordered by unit"):
+        weighted_alphas(values, present, np.array([1, 0, 0, 1]), np.ones((1, 2)))
+
+
+def _clinician_z_matrix(scores: pd.DataFrame) -> np.ndarray:
+    """clinicians x items z-composites (ddof = 1, within clinician), NaN where not rated."""
+    clin = scores.loc[scores["rater_kind"] == "clinician"]
+    comp = clin.groupby(["rater", "item"])["value"].mean().unstack("item")
+    z = comp.sub(comp.mean(axis=1), axis=0).div(comp.std(axis=1, ddof=1), axis=0)
+    return z.to_numpy()
+
+
+@pytest.mark.parametrize("level", ALPHA_LEVELS)
+def test_clinician_alpha_on_the_hand_case(level: str):
+    # hand_case's z-scores: A -1, 0, 1 on i1-i3; B -1, 0, 1 on i2-i4; C 0, 1, -1 on i1, i3, i4.
+    expected = krippendorff.alpha(
+        reliability_data=[[-1, 0, 1, np.nan], [np.nan, -1, 0, 1], [0, np.nan, 1, -1]],
+        level_of_measurement=level,
+    )
+    stats = dict(zip(ALPHA_LEVELS, clinician_alpha_statistics(hand_case()), strict=True))
+    assert stats[level].estimate() == pytest.approx(expected, abs=TOL)
+    assert stats[level].from_weights(np.ones((1, 4)))[0] == pytest.approx(expected, abs=TOL)
+
+
+@pytest.mark.parametrize("level", ALPHA_LEVELS)
+def test_clinician_alpha_resamples_restandardise_like_the_package_on_the_drawn_items(level):
+    scores = medhelm_like_scores(np.random.default_rng(8), n_items=30, n_clinicians=5)
+    stats = dict(zip(ALPHA_LEVELS, clinician_alpha_statistics(scores), strict=True))
+    stat = stats[level]
+    assert stat.estimate() == pytest.approx(
+        krippendorff.alpha(
+            reliability_data=_clinician_z_matrix(scores), level_of_measurement=level
+        ),
+        abs=TOL,
+    )
+    weights = np.random.default_rng(1).integers(0, 3, size=(3, stat.n_items)).astype(float)
+    got = stat.from_weights(weights)
+    for b in range(3):
+        # The resample as a data set: every drawn item copied under its own name, z-scores
+        # recomputed within clinician on it (what restandardize=True means).
+        copies = []
+        for item, w in zip(stat.items, weights[b].astype(int), strict=True):
+            rows = scores.loc[scores["item"] == item]
+            copies += [rows.assign(item=f"{item}#{c}") for c in range(w)]
+        drawn = pd.concat(copies)
+        ref = krippendorff.alpha(
+            reliability_data=_clinician_z_matrix(drawn), level_of_measurement=level
+        )
+        assert got[b] == pytest.approx(ref, abs=TOL)
+
+
+@pytest.mark.parametrize("machine", ["jury", "rougeL"])
+def test_machine_alpha_is_alpha_of_the_icc_table(machine: str):
+    scores = medhelm_like_scores(np.random.default_rng(4))
+    base = MachineVsClinicianStatistic(scores, machine=machine)
+    table = base.agreement.table
+    reliability = table[["clinician_z", "machine_z"]].to_numpy().T
+    for stat in machine_alpha_statistics(base):
+        ref = krippendorff.alpha(reliability_data=reliability, level_of_measurement=stat.level)
+        assert stat.estimate() == pytest.approx(ref, abs=TOL)
+        assert stat.from_weights(np.ones((1, base.n_items)))[0] == pytest.approx(ref, abs=TOL)
+        assert krippendorff_alpha(
+            table.melt(id_vars="item", value_vars=["clinician_z", "machine_z"], var_name="rater"),
+            level=stat.level,
+        ).alpha == pytest.approx(ref, abs=TOL)
+
+
+def test_alpha_is_bootstrapped_on_the_icc_resamples_and_leaves_the_icc_unchanged():
+    scores = medhelm_like_scores(np.random.default_rng(6))
+    boot = {"n_resamples": 300, "seed": 17, "confidence": 0.95}
+    together = bootstrap_machine_with_alpha(scores, machine="jury", **boot)
+    alone = bootstrap_machine_vs_clinicians(scores, machine="jury", **boot)
+    assert (together["icc"].ci_low, together["icc"].ci_high) == (alone.ci_low, alone.ci_high)
+    np.testing.assert_array_equal(together["icc"].distribution, alone.distribution)
+    for level in ALPHA_LEVELS:
+        res = together[f"alpha_{level}"]
+        assert res.n_valid == 300
+        assert res.ci_low < res.estimate < res.ci_high
+    clin = bootstrap_clinician_alpha(scores, **boot)
+    assert set(clin) == {"alpha_interval", "alpha_ordinal"}
+    assert all(np.isfinite(r.ci_low) and np.isfinite(r.ci_high) for r in clin.values())

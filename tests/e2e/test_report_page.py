@@ -1,0 +1,70 @@
+"""The report page in Chromium: Table 2's cells show ICC and both alphas legibly, the jury
+composition and the machine-score status panel are visible, the header states what the
+report was computed on. A screenshot is written for a person to look at
+(REPORT_SCREENSHOT, default the pytest tmp dir)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from agreement import services
+from jury.models import Judge, JudgeScore
+from tests.agreement.factories import build_study
+
+
+def _login(context, live_server, user) -> None:
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies["sessionid"]
+    context.add_cookies([{"name": "sessionid", "value": cookie.value, "url": live_server.url}])
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_report_page_shows_alpha_compositions_and_status(live_server, browser, tmp_path):
+    built = build_study(n_items=12, n_clinicians=4, leave_pending=2)
+    third = Judge.objects.create(name="llama-judge", provider="imported", model_id="l", weight=2.0)
+    for i, item in enumerate(built.items):
+        for criterion in built.study.criteria.all():
+            JudgeScore.objects.create(
+                item=item, judge=third, criterion=criterion, value=float(1 + (i * 7) % 5)
+            )
+    snap = services.create_snapshot(
+        study=built.study, actor=None, parameters={"n_resamples": 40, "seed": 1}
+    )
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    _login(context, live_server, built.members.coordinator)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/studies/{built.study.pk}/agreement/{snap.pk}/")
+    table = page.locator("[data-testid=table2]")
+    table.wait_for()
+    ok_cells = [
+        c for c in snap.results["cells"] if c["section"] == "overall" and c["status"] == "ok"
+    ]
+    alphas = table.locator("[data-testid=alpha]")
+    assert alphas.count() == 2 * len(ok_cells) > 0
+    first = alphas.first
+    assert first.is_visible()
+    assert "\u03b1 interval" in first.inner_text()
+    size = first.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    assert size >= 12  # legible
+    # Each alpha line sits inside its cell (no overflow into the next column).
+    box, cell_box = first.bounding_box(), first.locator("xpath=..").bounding_box()
+    assert (
+        box["x"] >= cell_box["x"]
+        and box["x"] + box["width"] <= cell_box["x"] + cell_box["width"] + 1
+    )
+    composition = page.locator("[data-testid=jury-composition]")
+    assert composition.is_visible()
+    assert "jury without llama-judge" in composition.inner_text()
+    panel = page.locator("[data-testid=status-panel]")
+    assert panel.is_visible() and "llama-judge" in panel.inner_text()
+    assert "Computed on:" in page.locator("[data-testid=computed-on]").inner_text()
+    out = Path(os.environ.get("REPORT_SCREENSHOT", tmp_path / "report.png"))
+    page.screenshot(path=str(out), full_page=True)
+    assert out.stat().st_size > 10_000
+    context.close()
