@@ -122,8 +122,7 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             parameters = {k: v for k, v in form.cleaned_data.items() if k != "confirm_incomplete"}
-            job = services.request_report(study=study, actor=request.user, parameters=parameters
-            )
+            job = services.request_report(study=study, actor=request.user, parameters=parameters)
         except AgreementError as exc:
             for field, msgs in exc.as_dict().items():
                 form.add_error(field if field in form.fields else None, msgs)

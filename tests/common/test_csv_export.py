@@ -49,4 +49,7 @@ def test_line_breaks_inside_cells_read_back_whole_whatever_the_line_ending(line_
     text = csv_text(["one", "two", "three", "four"], [cells], line_end=line_end)
 
     assert text.startswith("one,two,three,four" + line_end) and text.endswith(",plain" + line_end)
-    assert list(csv.reader(io.StringIO(text, newline=""))) == [["one", "two", "three", "four"], cells]
+    assert list(csv.reader(io.StringIO(text, newline=""))) == [
+        ["one", "two", "three", "four"],
+        cells,
+    ]

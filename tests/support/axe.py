@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-AXE_JS = Path(__file__).resolve().parents[2] / ".cache" / "npm" / "node_modules" / "axe-core" / "axe.min.js"
+AXE_JS = (
+    Path(__file__).resolve().parents[2]
+    / ".cache"
+    / "npm"
+    / "node_modules"
+    / "axe-core"
+    / "axe.min.js"
+)
 
 # Serious and critical are the impacts a screen-reader or keyboard user cannot work around.
 BLOCKING_IMPACTS = frozenset({"serious", "critical"})
@@ -54,4 +61,6 @@ def describe(violations: list[dict]) -> str:
 
 def assert_accessible(page, where: str) -> None:
     violations = axe_violations(page)
-    assert not violations, f"axe found serious or critical violations on {where}:\n{describe(violations)}"
+    assert not violations, (
+        f"axe found serious or critical violations on {where}:\n{describe(violations)}"
+    )
