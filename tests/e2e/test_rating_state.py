@@ -38,6 +38,9 @@ def test_the_status_pill_and_the_errors_follow_the_form(live_server, new_context
         "aria-invalid", "true"
     )
     expect(status).to_have_text("Draft")
+    # Focus is in the first criterion with a reason (its first point), highlighted.
+    assert page.evaluate("() => document.activeElement.name") == "c-completeness"
+    expect(page.locator("fieldset.criterion.active")).to_have_attribute("data-key", "completeness")
 
     # Giving the value takes the reason away at once, and only that criterion's.
     page.locator("input[name=c-completeness][value='3']").check()

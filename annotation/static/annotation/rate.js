@@ -393,6 +393,9 @@
   fieldsets.forEach((fs, i) => fs.addEventListener("focusin", () => highlight(i)));
   const firstOpen = fieldsets.findIndex((fs) => !fs.querySelector("input[type=radio]:checked"));
   highlight(firstOpen === -1 ? 0 : firstOpen);
+  // After a refused submit, focus goes to the first criterion with a reason beside it.
+  const firstInvalid = fieldsets.findIndex((fs) => fs.getAttribute("aria-invalid") === "true");
+  if (firstInvalid !== -1) focusCriterion(firstInvalid);
 
   // --- single-key shortcuts can be switched off (WCAG 2.1.4), remembered in this browser ------
   const SHORTCUTS_KEY = "medhelm-shortcuts-off";
@@ -561,6 +564,7 @@
     // On a focused link, button or checkbox, Enter and Space keep their own meaning.
     if (["A", "BUTTON", "SUMMARY", "SELECT"].includes(e.target.tagName) && (e.key === "Enter" || e.key === " ")) return;
     if (e.target.type === "checkbox" && e.key === " ") return;
+    if (e.target === toggle) return;  // the shortcuts switch itself: only Space, Tab
     // In the texts pane the arrows scroll the text.
     const inTexts = texts && texts.contains(e.target);
     if (locked && e.key !== "n" && e.key !== "p") return;
