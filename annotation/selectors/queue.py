@@ -174,13 +174,19 @@ def case_copy(*, assignment: Assignment) -> CaseCopy | None:
     )
     if len(handles) < 2:
         return None
-    index = handles.index(assignment.handle)
+    return CaseCopy(letter=copy_letter(handles.index(assignment.handle)), count=len(handles))
+
+
+def copy_letter(index: int) -> str:
+    """0 -> A, 25 -> Z, 26 -> AA, ... (spreadsheet columns)."""
+    if index < 0:
+        raise ValueError(f"a copy's index is 0 or more, got {index}")
     letter = ""
-    while True:  # A..Z, then AA, AB, ... (spreadsheet style)
+    while True:
         index, rest = divmod(index, 26)
         letter = chr(ord("A") + rest) + letter
         if index == 0:
-            return CaseCopy(letter=letter, count=len(handles))
+            return letter
         index -= 1
 
 
