@@ -146,5 +146,10 @@ def test_phone_no_horizontal_overflow_a_fixed_action_bar_and_no_legend(
     # At the end of the page the last criterion is not hidden behind the bar.
     last = box(page, "fieldset.criterion:last-of-type")
     assert last["y"] + last["height"] <= bar.bounding_box()["y"]
+    # A tap scores; the save state shows in the bar, also when scrolled back to the note.
+    page.locator("input[name=c-clarity][value='4']").tap()
+    expect(page.get_by_test_id("bar-state")).to_have_text("Draft saved")
     shot(page, "phone-rubric-end")
+    page.evaluate("() => window.scrollTo(0, 0)")
+    expect(page.get_by_test_id("bar-state")).to_be_in_viewport()
     context.close()

@@ -13,6 +13,7 @@
   const storageKey = "medhelm-draft-" + assignment;
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   const saveState = document.getElementById("save-state");
+  const barState = document.getElementById("bar-state");
   const fieldsets = Array.from(form.querySelectorAll("fieldset.criterion"));
   let active = 0;
   let unsentMs = 0;
@@ -139,6 +140,10 @@
     if (saveState) {
       saveState.textContent = state;
       saveState.classList.toggle("unsaved", diff.length > 0);
+    }
+    if (barState) {
+      barState.textContent = state;
+      barState.classList.toggle("unsaved", diff.length > 0);
     }
     if (banner) {
       banner.hidden = !body;
