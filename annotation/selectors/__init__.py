@@ -28,9 +28,11 @@ from annotation.selectors.members import (
     study_members,
 )
 from annotation.selectors.queue import (
+    CaseCopy,
     QueuePosition,
     QueueProgress,
     RaterItem,
+    case_copy,
     clinician_assignment,
     clinician_progress,
     clinician_queue,
@@ -53,6 +55,7 @@ from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
 __all__ = [
     "EXPORT_COLUMNS",
     "LONG_RATING_COLUMNS",
+    "CaseCopy",
     "ClinicianProgress",
     "FlaggedItem",
     "QueuePosition",
@@ -64,6 +67,7 @@ __all__ = [
     "ValueChoice",
     "account_by_username",
     "account_named",
+    "case_copy",
     "clinician_assignment",
     "clinician_progress",
     "clinician_queue",

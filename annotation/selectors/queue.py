@@ -153,6 +153,44 @@ def clinician_assignment(*, user: AbstractBaseUser, handle: str) -> Assignment |
 
 
 @dataclass(frozen=True)
+class CaseCopy:
+    letter: str  # "A", "B", ...: this response's place among the rater's copies of the case
+    count: int
+
+
+def case_copy(*, assignment: Assignment) -> CaseCopy | None:
+    """When the rater has more than one response to the same case (items sharing an external
+    id, e.g. one per model), which of them this is: lettered in the rater's own (shuffled)
+    order, so stable for the rater and unrelated to the model or the import order. None for
+    a case the rater sees once. Withdrawn copies keep their letter, so letters never move."""
+    handles = list(
+        Assignment.objects.filter(
+            study_id=assignment.study_id,
+            clinician_id=assignment.clinician_id,
+            item__external_id=assignment.item.external_id,
+        )
+        .order_by("position", "handle")
+        .values_list("handle", flat=True)
+    )
+    if len(handles) < 2:
+        return None
+    return CaseCopy(letter=copy_letter(handles.index(assignment.handle)), count=len(handles))
+
+
+def copy_letter(index: int) -> str:
+    """0 -> A, 25 -> Z, 26 -> AA, ... (spreadsheet columns)."""
+    if index < 0:
+        raise ValueError(f"a copy's index is 0 or more, got {index}")
+    letter = ""
+    while True:
+        index, rest = divmod(index, 26)
+        letter = chr(ord("A") + rest) + letter
+        if index == 0:
+            return letter
+        index -= 1
+
+
+@dataclass(frozen=True)
 class QueuePosition:
     index: int  # 1-based place in the clinician's own order
     total: int

@@ -6,6 +6,7 @@ Assignment.handle): an id would follow import order, and so the model.
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
@@ -68,6 +69,7 @@ def rate(request: HttpRequest, study_id: int, handle: str) -> HttpResponse:
         raise Http404("No such item in your queue.")
     if request.method != "POST":
         return _rating_page(request, study, assignment)
+    was_submitted = assignment.status == Assignment.Status.SUBMITTED
     try:
         services.submit_assignment(
             assignment_id=assignment.pk,
@@ -79,6 +81,13 @@ def rate(request: HttpRequest, study_id: int, handle: str) -> HttpResponse:
         assignment.refresh_from_db()
         return _rating_page(request, study, assignment, posted=request.POST, errors=exc.as_dict())
     position = selectors.queue_position(assignment=assignment)
+    # The next page confirms what the server now holds: a revision is easy to doubt.
+    messages.success(
+        request,
+        f"Your revision of item {position.index} is saved."
+        if was_submitted
+        else f"Item {position.index} is submitted.",
+    )
     if position.next_unfinished:
         return redirect("annotation:rate", study_id=study.pk, handle=position.next_unfinished)
     return redirect(reverse("annotation:queue", kwargs={"study_id": study.pk}) + "?done=1")
@@ -99,6 +108,7 @@ def _rating_page(
     criteria = list(study.criteria.all())
     rows = [_criterion_row(c, view.answers.get(c.key, {}), posted, errors) for c in criteria]
     keys = {c.key for c in criteria}
+    copy = selectors.case_copy(assignment=assignment)
     return render(
         request,
         "annotation/rate.html",
@@ -107,6 +117,9 @@ def _rating_page(
             "item": view,
             "rows": rows,
             "position": selectors.queue_position(assignment=assignment),
+            "copy_label": f"Response {copy.letter} of this case" if copy else "",
+            "copy_letter": copy.letter if copy else "",
+            "keys": _legend_keys(criteria),
             "other_errors": {k: v for k, v in errors.items() if k not in keys},
             "locked": study.is_locked,
         },
@@ -139,4 +152,16 @@ def _criterion_row(
         "cannot_assess": bool(saved.get("cannot_assess")),
         "comment": saved.get("comment", ""),
         "errors": errors.get(key, []),
+    }
+
+
+def _legend_keys(criteria: list[RubricCriterion]) -> dict[str, object]:
+    """The keys the legend lists: only those this rubric uses (a digit scores a point of the
+    highlighted criterion's scale; x only where some criterion allows 'cannot assess')."""
+    lows = [c.scale_min for c in criteria] or [1]
+    highs = [c.scale_max for c in criteria] or [1]
+    return {
+        "digit_min": max(0, min(9, min(lows))),
+        "digit_max": max(0, min(9, max(highs))),
+        "cannot_assess": any(c.allow_cannot_assess for c in criteria),
     }

@@ -56,3 +56,50 @@ def make_keyboard_study() -> KeyboardStudy:
     queue = list(Assignment.objects.filter(study=study, clinician=rater).order_by("position"))
     assert len(queue) >= 6, "the scenarios need at least six items in the rater's queue"
     return KeyboardStudy(study=study, coordinator=coordinator, rater=rater, queue=queue)
+
+
+NOTE_SECTIONS = (
+    (
+        "HISTORY OF PRESENT ILLNESS",
+        "Patient reports intermittent substernal chest pressure radiating to the left arm, worse on exertion and relieved by rest; associated diaphoresis and mild dyspnoea. Denies syncope, palpitations or pleuritic pain. Symptoms began three days before admission and recurred at rest on the morning of presentation.",
+    ),
+    (
+        "PAST MEDICAL HISTORY",
+        "Type 2 diabetes mellitus (HbA1c 8.1% six months ago), essential hypertension, hyperlipidaemia, chronic kidney disease stage 3a (baseline creatinine 1.4 mg/dL), obstructive sleep apnoea on CPAP, remote left knee arthroscopy.",
+    ),
+    (
+        "MEDICATIONS",
+        "Metformin 1000 mg twice daily; lisinopril 20 mg daily; atorvastatin 40 mg nightly; amlodipine 5 mg daily; aspirin 81 mg daily; insulin glargine 18 units at bedtime; omeprazole 20 mg daily as needed.",
+    ),
+    (
+        "PHYSICAL EXAMINATION",
+        "BP 162/94, HR 98, RR 20, SpO2 95% on room air, T 36.9 C. Alert, diaphoretic. JVP not raised. Heart sounds regular, no murmurs or rubs. Chest clear bilaterally. Abdomen soft, non-tender. Peripheral pulses intact; no oedema.",
+    ),
+    (
+        "INVESTIGATIONS",
+        "ECG: sinus tachycardia, 1.5 mm ST depression in V4 to V6. High-sensitivity troponin T 48 ng/L at 0 h, 112 ng/L at 3 h. Potassium 4.9 mmol/L, creatinine 1.6 mg/dL, eGFR 44. Chest radiograph without consolidation or effusion.",
+    ),
+    (
+        "ASSESSMENT AND PLAN",
+        "Non-ST-elevation myocardial infarction in a patient with multiple risk factors. Dual antiplatelet therapy, anticoagulation adjusted for renal function, early invasive strategy within 24 hours, hold metformin around contrast, monitor renal function and potassium daily.",
+    ),
+)
+
+
+def long_clinical_note(min_chars: int = 17_000) -> str:
+    """A clinical note of at least min_chars characters: the sections of an admission note,
+    repeated as daily progress entries until long enough (the long-note layout tests)."""
+    parts: list[str] = []
+    day = 0
+    while sum(len(p) + 2 for p in parts) < min_chars:
+        day += 1
+        parts.append(f"# Hospital day {day}")
+        parts.extend(f"**{title}.** {text}" for title, text in NOTE_SECTIONS)
+    return "\n\n".join(parts)
+
+
+def give_long_note(assignment: Assignment, note: str) -> None:
+    """Put a long clinical note into the assignment's item as its input."""
+    from annotation.models import Item
+
+    Item.objects.filter(pk=assignment.item_id).update(input_text=note)

@@ -13,6 +13,7 @@
   const storageKey = "medhelm-draft-" + assignment;
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   const saveState = document.getElementById("save-state");
+  const barState = document.getElementById("bar-state");
   const fieldsets = Array.from(form.querySelectorAll("fieldset.criterion"));
   let active = 0;
   let unsentMs = 0;
@@ -140,6 +141,10 @@
       saveState.textContent = state;
       saveState.classList.toggle("unsaved", diff.length > 0);
     }
+    if (barState) {
+      barState.textContent = state;
+      barState.classList.toggle("unsaved", diff.length > 0);
+    }
     if (banner) {
       banner.hidden = !body;
       bannerTitle.textContent = body ? state : "";
@@ -247,8 +252,41 @@
     render();
     if (!submitted()) scheduleSave(400);
   }
-  form.addEventListener("change", changed);
-  form.addEventListener("input", (e) => { if (e.target.tagName === "TEXTAREA") changed(); });
+  // Only the criteria are the rating: the flag's reason (in the same form) is not.
+  form.addEventListener("change", (e) => {
+    const fs = e.target.closest("fieldset.criterion");
+    if (!fs) return;
+    changed();
+    recheck(fs);
+  });
+  form.addEventListener("input", (e) => {
+    const fs = e.target.closest("fieldset.criterion");
+    if (fs && e.target.tagName === "TEXTAREA") { changed(); recheck(fs); }
+  });
+
+  // --- errors follow the form ----------------------------------------------------------------
+  // After a refused submit the server's reasons stand beside each criterion; from the next
+  // change on, a criterion's reasons are the same rules checked here (the server checks them
+  // again on the next submit), so "a value is required" goes once a value is given.
+  const commentAtOrBelow = form.dataset.commentAtOrBelow === undefined ? null : parseInt(form.dataset.commentAtOrBelow, 10);
+  function problems(key) {
+    const a = answers()[key];
+    if (a.cannot_assess) return [];
+    if (a.value === null) return ["a value is required to submit"];
+    if (commentAtOrBelow !== null && a.value <= commentAtOrBelow && !a.comment.trim()) {
+      return ["a comment is required for a score of " + commentAtOrBelow + " or lower"];
+    }
+    return [];
+  }
+  function recheck(fs) {
+    const box = fs.querySelector(".errors");
+    if (!box || !box.childElementCount) return;  // only criteria that show a reason
+    const now = problems(fs.dataset.key);
+    const shown = Array.from(box.children).map((p) => p.textContent);
+    if (now.join("\n") === shown.join("\n")) return;
+    box.replaceChildren(...now.map((text) => { const p = document.createElement("p"); p.className = "errorlist"; p.textContent = text; return p; }));
+    if (now.length) fs.setAttribute("aria-invalid", "true"); else fs.removeAttribute("aria-invalid");
+  }
 
   function discard() {
     clearTimeout(saveTimer);
@@ -340,15 +378,63 @@
   });
 
   // --- focus between criteria ------------------------------------------------------------
-  function focusCriterion(i) {
+  // One criterion is highlighted, and keyboard focus is in it: Tab into a criterion
+  // highlights it; j, k, the arrows and a digit move the highlight and take focus with them
+  // (to its checked point, else its first), so a digit, x or an arrow always acts on the
+  // criterion that has focus. Loading the page highlights without moving focus or scrolling.
+  function highlight(i) {
     if (!fieldsets.length) return;
     active = Math.max(0, Math.min(fieldsets.length - 1, i));
     fieldsets.forEach((fs, j) => fs.classList.toggle("active", j === active));
-    fieldsets[active].scrollIntoView({ block: "nearest" });
   }
-  fieldsets.forEach((fs, i) => fs.addEventListener("focusin", () => focusCriterion(i)));
+  function focusCriterion(i) {
+    highlight(i);
+    const fs = fieldsets[active];
+    if (!fs) return;
+    const target = fs.querySelector("input[type=radio]:checked") || fs.querySelector("input[type=radio]");
+    if (target && !target.disabled) target.focus();
+    fs.scrollIntoView({ block: "nearest" });
+  }
+  fieldsets.forEach((fs, i) => fs.addEventListener("focusin", () => highlight(i)));
   const firstOpen = fieldsets.findIndex((fs) => !fs.querySelector("input[type=radio]:checked"));
-  focusCriterion(firstOpen === -1 ? 0 : firstOpen);
+  highlight(firstOpen === -1 ? 0 : firstOpen);
+  // After a refused submit, focus goes to the first criterion with a reason beside it.
+  const firstInvalid = fieldsets.findIndex((fs) => fs.getAttribute("aria-invalid") === "true");
+  if (firstInvalid !== -1) focusCriterion(firstInvalid);
+
+  // --- single-key shortcuts can be switched off (WCAG 2.1.4), remembered in this browser ------
+  const SHORTCUTS_KEY = "medhelm-shortcuts-off";
+  const toggle = document.getElementById("shortcuts-toggle");
+  let shortcutsOn = true;
+  try { shortcutsOn = localStorage.getItem(SHORTCUTS_KEY) !== "1"; } catch (e) { /* default on */ }
+  function showShortcuts() {
+    document.documentElement.classList.toggle("shortcuts-off", !shortcutsOn);
+    if (toggle) toggle.checked = shortcutsOn;
+    const keysList = document.getElementById("legend-keys");
+    const offNote = document.getElementById("shortcuts-off-note");
+    if (keysList) keysList.hidden = !shortcutsOn;
+    if (offNote) offNote.hidden = shortcutsOn;
+  }
+  if (toggle) {
+    toggle.addEventListener("change", () => {
+      shortcutsOn = toggle.checked;
+      try {
+        if (shortcutsOn) localStorage.removeItem(SHORTCUTS_KEY); else localStorage.setItem(SHORTCUTS_KEY, "1");
+      } catch (e) { /* only this visit then */ }
+      showShortcuts();
+    });
+  }
+  showShortcuts();
+
+  // --- n past the last item, p before the first: say so ------------------------------------
+  const navNote = document.getElementById("nav-note");
+  let navNoteTimer = null;
+  function say(text) {
+    if (!navNote) return;
+    navNote.textContent = text;
+    clearTimeout(navNoteTimer);
+    navNoteTimer = setTimeout(() => { navNote.textContent = ""; }, 6000);
+  }
 
   function score(digit) {
     const fs = fieldsets[active];
@@ -359,30 +445,69 @@
     const na = fs.querySelector("input[name='c-" + fs.dataset.key + "-na']");
     if (na) na.checked = false;
     changed();
-    if (active < fieldsets.length - 1) focusCriterion(active + 1);
+    recheck(fs);
+    focusCriterion(active < fieldsets.length - 1 ? active + 1 : active);
   }
 
+  // --- flagging, in the page -------------------------------------------------------------
+  // f (or the button) opens a reason box beside the button; the result stays in view. On a
+  // flagged item the button removes the flag, and the page says so.
+  const flagButton = document.getElementById("flag-button");
+  const flagPanel = document.getElementById("flag-panel");
+  const flagReason = document.getElementById("flag-reason");
+  const flagError = document.getElementById("flag-error");
+  const flagState = document.getElementById("flag-state");
+  let isFlagged = flagButton.querySelector(".label").textContent.trim() === "Remove flag";
+  let flagging = false;
+  function openFlag() {
+    flagPanel.hidden = false;
+    flagButton.setAttribute("aria-expanded", "true");
+    flagError.hidden = true;
+    flagReason.focus();
+  }
+  function closeFlag(refocus) {
+    flagPanel.hidden = true;
+    flagButton.setAttribute("aria-expanded", "false");
+    if (refocus) flagButton.focus();
+  }
   function flag() {
-    const isFlagged = document.getElementById("flag-button").textContent.trim().startsWith("Flagged");
-    let reason = "";
-    if (!isFlagged) {
-      reason = window.prompt("Why do you flag this item for the coordinator?");
-      if (reason === null || !reason.trim()) return;
-    } else if (!window.confirm("Remove your flag from this item?")) {
-      return;
-    }
+    if (locked || flagging) return;
+    if (isFlagged) { sendFlag(false, ""); return; }
+    if (flagPanel.hidden) openFlag(); else closeFlag(true);
+  }
+  function flagProblem(text) {
+    flagError.textContent = text;
+    flagError.hidden = false;
+    if (flagPanel.hidden) flagState.textContent = text;
+  }
+  function sendFlag(flagged, why) {
+    if (flagged && !why.trim()) { flagProblem("Say why you flag this item."); flagReason.focus(); return; }
+    flagging = true;
     fetch(form.dataset.flagUrl, {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify({ flagged: !isFlagged, reason: reason }),
+      body: JSON.stringify({ flagged: flagged, reason: why }),
       credentials: "same-origin",
     }).then((r) => r.json().then((data) => {
-      const button = document.getElementById("flag-button");
-      if (r.ok) heard(data);
-      if (r.ok) button.innerHTML = (data.flagged ? "Flagged: " + escapeText(data.flag_reason) + " (unflag)" : "Flag item") + " <kbd>f</kbd>";
-      else show("Flag not saved: " + JSON.stringify(data));
-    }, () => show("Flag not saved (" + r.status + ")")), () => show("Flag not saved: offline"));
+      if (!r.ok) { flagProblem("Flag not saved: " + reason(data, r.status)); return; }
+      heard(data);
+      isFlagged = !!data.flagged;
+      flagButton.querySelector(".label").textContent = isFlagged ? "Remove flag" : "Flag item";
+      flagState.textContent = isFlagged ? "Flagged for the coordinator: \u201c" + data.flag_reason + "\u201d" : "Flag removed: the coordinator no longer sees this item as flagged.";
+      flagReason.value = "";
+      closeFlag(true);
+    }, () => flagProblem("Flag not saved: the server had an error (" + r.status + ")")),
+    () => flagProblem("Flag not saved: offline. Try again when the connection is back."))
+      .finally(() => { flagging = false; });
   }
+  flagButton.addEventListener("click", flag);
+  document.getElementById("flag-send").addEventListener("click", () => sendFlag(true, flagReason.value));
+  document.getElementById("flag-cancel").addEventListener("click", () => { flagReason.value = ""; closeFlag(true); });
+  flagReason.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); closeFlag(true); }
+    else if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); e.stopPropagation(); sendFlag(true, flagReason.value); }
+  });
+
   // A flag moves the assignment's version without touching its answers: the page follows the
   // server, so that a local copy stays tied to the version the server now holds.
   function heard(data) {
@@ -418,12 +543,9 @@
         progressText.textContent = progress.value + " submitted";
       }
     }
-    if (submitButton) submitButton.firstChild.textContent = submitted() ? "Submit revision " : "Submit ";
+    if (submitButton) submitButton.querySelector(".label").textContent = submitted() ? "Submit revision" : "Submit";
     document.querySelectorAll("[data-hint]").forEach((p) => { p.hidden = (p.dataset.hint === "submitted") !== submitted(); });
   }
-  function show(text) { if (saveState) saveState.textContent = text; }
-  function escapeText(s) { const d = document.createElement("div"); d.textContent = s; return d.innerHTML; }
-  document.getElementById("flag-button").addEventListener("click", flag);
 
   form.addEventListener("submit", () => {
     clearTimeout(saveTimer);
@@ -434,25 +556,31 @@
     leaving = true;
   });
 
+  const texts = document.getElementById("texts");
   document.addEventListener("keydown", (e) => {
     if (leaveDialog.open) return;  // the dialog's own buttons, Tab and Escape
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     const typing = e.target.tagName === "TEXTAREA" || (e.target.tagName === "INPUT" && e.target.type === "text");
     if (typing) {
-      if (e.key === "Escape") { e.target.blur(); fieldsets[active] && fieldsets[active].focus(); }
+      if (e.key === "Escape" && e.target.closest("fieldset.criterion")) { e.preventDefault(); focusCriterion(active); }
       return;
     }
-    // On a focused link or button, Enter and Space keep their own meaning.
+    if (!shortcutsOn) return;  // every key keeps the browser's own meaning
+    // On a focused link, button or checkbox, Enter and Space keep their own meaning.
     if (["A", "BUTTON", "SUMMARY", "SELECT"].includes(e.target.tagName) && (e.key === "Enter" || e.key === " ")) return;
+    if (e.target.type === "checkbox" && e.key === " ") return;
+    if (e.target === toggle) return;  // the shortcuts switch itself: only Space, Tab
+    // In the texts pane the arrows scroll the text.
+    const inTexts = texts && texts.contains(e.target);
     if (locked && e.key !== "n" && e.key !== "p") return;
     if (/^[0-9]$/.test(e.key)) { score(e.key); e.preventDefault(); }
-    else if (e.key === "j" || e.key === "ArrowDown") { focusCriterion(active + 1); e.preventDefault(); }
-    else if (e.key === "k" || e.key === "ArrowUp") { focusCriterion(active - 1); e.preventDefault(); }
+    else if (e.key === "j" || (e.key === "ArrowDown" && !inTexts)) { focusCriterion(active + 1); e.preventDefault(); }
+    else if (e.key === "k" || (e.key === "ArrowUp" && !inTexts)) { focusCriterion(active - 1); e.preventDefault(); }
     else if (e.key === "c") { const t = fieldsets[active] && fieldsets[active].querySelector("textarea"); if (t) { t.focus(); e.preventDefault(); } }
-    else if (e.key === "x") { const fs = fieldsets[active]; const na = fs && fs.querySelector("input[name='c-" + fs.dataset.key + "-na']"); if (na) { na.checked = !na.checked; if (na.checked) fs.querySelectorAll("input[type=radio]").forEach((r) => { r.checked = false; }); changed(); } }
-    else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(); }
-    else if (e.key === "n") { go(form.dataset.nextUrl); }
-    else if (e.key === "p") { go(form.dataset.prevUrl); }
+    else if (e.key === "x") { const fs = fieldsets[active]; const na = fs && fs.querySelector("input[name='c-" + fs.dataset.key + "-na']"); if (na) { na.checked = !na.checked; if (na.checked) fs.querySelectorAll("input[type=radio]").forEach((r) => { r.checked = false; }); changed(); recheck(fs); na.focus(); } }
+    else if (e.key === "Enter") { e.preventDefault(); form.requestSubmit(submitButton); }
+    else if (e.key === "n") { if (form.dataset.nextUrl) go(form.dataset.nextUrl); else say("This is the last item in your queue: there is no next one."); }
+    else if (e.key === "p") { if (form.dataset.prevUrl) go(form.dataset.prevUrl); else say("This is the first item in your queue: there is no previous one."); }
     else if (e.key === "f") { e.preventDefault(); flag(); }
   });
 
