@@ -88,6 +88,10 @@ def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
         f"The jury score is, {method.get('jury_aggregate', NOT_RECORDED)}.",
         f"Clinician-clinician agreement is the {forms.get('clinician_clinician', NOT_RECORDED)}: "
         f"{method.get('pairwise_rule', NOT_RECORDED)}.",
+        # absent from reports computed before alpha was reported
+        _sentence(f"Krippendorff's alpha was also computed: {forms['alpha']}")
+        if forms.get("alpha")
+        else "",
         _interval(method),
         _estimability(method),
         f"Judge verdicts flagged as possibly steered by the evaluated output were "

@@ -146,6 +146,7 @@ def test_methods_paragraph_states_the_stored_method(built):
         method["standardisation"],
         method["composite"],
         method["pairwise_rule"],
+        method["forms"]["alpha"].rstrip("."),
         method["ci_method"],
         f"{method['confidence'] * 100:g}%",
         f"{method['n_resamples']:,} resamples",
