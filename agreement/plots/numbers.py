@@ -21,7 +21,11 @@ def fmt(x: Any, digits: int = 3) -> str:
         return str(x)
     if abs(x) >= 10**6:  # e.g. an ICC of a near-degenerate clinician pair
         return f"{float(x):.{digits}g}"
-    return f"{x:.{digits}f}"
+    text = f"{x:.{digits}f}"
+    # a small negative number rounds to "-0.000", which reads as a sign that means something
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]
+    return text
 
 
 def fmt_ci(lo: Any, hi: Any, digits: int = 3) -> str:
