@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agreement import analysis, selectors, services
+from agreement.input_status import incomplete_message, input_status
 from agreement.models import ReportJob, ReportSnapshot
 from agreement.views import export_response, figure_response, scores_response
 from annotation.access import STUDY_READERS, get_study_for_user
@@ -71,6 +72,30 @@ class CreateReportSerializer(serializers.Serializer):
     min_shared_items = serializers.IntegerField(required=False, min_value=2, max_value=1000)
     max_ci_width = serializers.FloatField(required=False)  # range checked by the service
     exclude_flagged = serializers.BooleanField(required=False)
+    confirm_incomplete = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Compute although judge calls or metrics are incomplete (refused with 400 "
+        "naming what is missing otherwise), as the page asks its reader to confirm.",
+    )
+
+
+class ConfirmSerializer(serializers.Serializer):
+    confirm_incomplete = serializers.BooleanField(required=False, default=False)
+
+
+CONFIRM_IN_API = 'Send "confirm_incomplete": true'
+
+
+def _require_confirmation(study: RatingStudy, confirmed: bool) -> dict:
+    """The machine scores' status now; a 400 naming what is missing when they are incomplete
+    and the caller did not confirm (the same rule as the page's)."""
+    now = input_status(study=study)
+    if now["incomplete"] and not confirmed:
+        raise serializers.ValidationError(
+            {"confirm_incomplete": [incomplete_message(now, how_to_confirm=CONFIRM_IN_API)]}
+        )
+    return now
 
 
 class _FileRenderer(BaseRenderer):
@@ -146,6 +171,12 @@ class ReportJobSerializer(serializers.Serializer):
     snapshot = serializers.IntegerField(allow_null=True)
     status_url = serializers.URLField()
     report_url = serializers.URLField(allow_null=True)
+    input_status = serializers.JSONField(
+        required=False,
+        help_text="In the 202 answer to a request: where the judge calls and metrics stood "
+        "when it was queued (incomplete, and what is missing); the report's "
+        "results.computed_on records it too.",
+    )
 
 
 class ReportsApi(ListAPIView):
@@ -167,10 +198,10 @@ class ReportsApi(ListAPIView):
         study = _study(request, study_id)
         params = CreateReportSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        job = services.request_report(
-            study=study, actor=request.user, parameters=dict(params.validated_data)
-        )
-        return _accepted(request, study, job)
+        parameters = dict(params.validated_data)
+        now = _require_confirmation(study, parameters.pop("confirm_incomplete"))
+        job = services.request_report(study=study, actor=request.user, parameters=parameters)
+        return _accepted(request, study, job, now)
 
 
 def _job_state(request: Request, study: RatingStudy, job: ReportJob) -> dict:
@@ -190,9 +221,10 @@ def _job_state(request: Request, study: RatingStudy, job: ReportJob) -> dict:
     return state
 
 
-def _accepted(request: Request, study: RatingStudy, job: ReportJob) -> Response:
-    """202 Accepted with the job's state; Location is its status URL."""
-    state = _job_state(request, study, job)
+def _accepted(request: Request, study: RatingStudy, job: ReportJob, now: dict) -> Response:
+    """202 Accepted with the job's state and the machine scores' status when it was queued;
+    Location is the job's status URL."""
+    state = {**_job_state(request, study, job), "input_status": now}
     return Response(
         state, status=status.HTTP_202_ACCEPTED, headers={"Location": state["status_url"]}
     )
@@ -224,15 +256,18 @@ class ReportApi(RetrieveAPIView):
 
 class RecomputeApi(APIView):
     @extend_schema(
-        request=None,
+        request=ConfirmSerializer,
         responses={202: ReportJobSerializer},
         summary="Queue a recomputation of a snapshot with its parameters on today's scores "
         "(a new snapshot, compared with this one); 202 with the job's status URL",
     )
     def post(self, request: Request, study_id: int, report_id: int) -> Response:
         snapshot = _snapshot(request, study_id, report_id)
+        confirm = ConfirmSerializer(data=request.data)
+        confirm.is_valid(raise_exception=True)
+        now = _require_confirmation(snapshot.study, confirm.validated_data["confirm_incomplete"])
         job = services.request_recomputation(snapshot=snapshot, actor=request.user)
-        return _accepted(request, snapshot.study, job)
+        return _accepted(request, snapshot.study, job, now)
 
 
 class ReportCsvApi(APIView):

@@ -74,3 +74,13 @@ def input_status(*, study: RatingStudy) -> dict[str, Any]:
         "incomplete": bool(missing),
         "missing": missing,
     }
+
+
+def incomplete_message(status: dict[str, Any], *, how_to_confirm: str) -> str:
+    """Why computing now needs a confirmation: what is not finished, and how to go on."""
+    return (
+        "Judge calls or metrics are incomplete ("
+        + "; ".join(status["missing"])
+        + f"). {how_to_confirm} to compute on the scores as they are; the report will state "
+        "what it was computed on."
+    )

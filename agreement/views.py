@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 
 from agreement import analysis, plots, presenters, selectors, services
 from agreement.errors import AgreementError
-from agreement.input_status import input_status
+from agreement.input_status import incomplete_message, input_status
 from agreement.models import ReportJob, ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
@@ -88,14 +88,8 @@ class ReportForm(forms.Form):
     )
 
 
-def incomplete_message(status: dict[str, Any]) -> str:
-    """Why computing now needs a confirmation: what is not finished."""
-    return (
-        "Judge calls or metrics are incomplete ("
-        + "; ".join(status["missing"])
-        + "). Tick the confirmation to compute on the scores as they are; the report will "
-        "state what it was computed on."
-    )
+#: How the page's reader confirms (the API says how its caller does).
+CONFIRM_ON_PAGE = "Tick the confirmation"
 
 
 def _snapshot_of(
@@ -118,7 +112,9 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
         request.method == "POST" and form.is_valid() and form.cleaned_data["confirm_incomplete"]
     )
     if request.method == "POST" and form.is_valid() and status["incomplete"] and not confirmed:
-        form.add_error("confirm_incomplete", incomplete_message(status))
+        form.add_error(
+            "confirm_incomplete", incomplete_message(status, how_to_confirm=CONFIRM_ON_PAGE)
+        )
     if request.method == "POST" and form.is_valid():
         try:
             parameters = {k: v for k, v in form.cleaned_data.items() if k != "confirm_incomplete"}
@@ -308,7 +304,7 @@ def recompute(request: HttpRequest, study_id: int, report_id: int) -> HttpRespon
     snapshot = _snapshot_of(study, report_id)
     status = input_status(study=study)
     if status["incomplete"] and request.POST.get("confirm_incomplete") != "1":
-        messages.error(request, incomplete_message(status))
+        messages.error(request, incomplete_message(status, how_to_confirm=CONFIRM_ON_PAGE))
         return redirect("agreement:report", study_id=study.pk, report_id=snapshot.pk)
     job = services.request_recomputation(snapshot=snapshot, actor=request.user)
     if job.status != ReportJob.Status.FINISHED:

@@ -76,3 +76,23 @@ def test_complete_inputs_compute_without_a_question(built, client):
     assert snap.results["computed_on"]["incomplete"] is False
     page = client.get(reverse("agreement:report", args=[built.study.pk, snap.pk]))
     assert b"complete when computed" in page.content
+
+
+def test_the_api_asks_for_the_same_confirmation_and_reports_the_status(built, api_as):
+    _pending_call(built)
+    api = api_as(built.members.coordinator)
+    url = f"/api/studies/{built.study.pk}/agreement/reports/"
+    refused = api.post(url, FORM, format="json")
+    assert refused.status_code == 400 and not ReportSnapshot.objects.exists()
+    (message,) = refused.json()["confirm_incomplete"]
+    assert "gpt-judge" in message and '"confirm_incomplete": true' in message
+    accepted = api.post(url, {**FORM, "confirm_incomplete": True}, format="json")
+    assert accepted.status_code == 202
+    assert accepted.json()["input_status"]["incomplete"] is True
+    snap = ReportSnapshot.objects.get()
+    assert "confirm_incomplete" not in snap.parameters
+    recompute = f"/api/studies/{built.study.pk}/agreement/reports/{snap.pk}/recompute/"
+    assert api.post(recompute, {}, format="json").status_code == 400
+    assert ReportSnapshot.objects.count() == 1
+    again = api.post(recompute, {"confirm_incomplete": True}, format="json")
+    assert again.status_code == 202 and ReportSnapshot.objects.count() == 2
