@@ -505,4 +505,17 @@ def run_status(*, run: JuryRun) -> dict[str, object]:
         "waiting": waiting.text if waiting else "",
         "can_cancel": run.status in (JuryRun.Status.QUEUED, JuryRun.Status.RUNNING),
         "can_resume": can_resume(run=run, progress=progress),
+        "judges": [
+            {
+                "judge": h.judge,
+                "total": h.total,
+                "by_status": [f"{status} {n}" for status, n in h.by_status.items()],
+                "failure_rate": f"{round(100 * h.failure_rate)}%",
+                "mean_latency": "\u2013"
+                if h.mean_latency_ms is None
+                else f"{round(h.mean_latency_ms)} ms",
+                "cost": f"${h.cost:.4f}",
+            }
+            for h in judge_health(run=run)
+        ],
     }

@@ -85,7 +85,6 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
             "study": study,
             "run": run,
             "live": selectors.run_status(run=run),
-            "health": selectors.judge_health(run=run),
             "errors": selectors.run_errors(run=run),
             "outages": selectors.provider_outages(run=run),
             "flags": selectors.run_flags(run=run),

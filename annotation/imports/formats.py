@@ -59,7 +59,7 @@ def detect_format(*, name: str, head: bytes) -> Detection:
     file_format, why = found
     reason = f"from the content: {why}"
     if by_name is not None and by_name != file_format:
-        reason += f" (the name ends in {suffix}, which usually means {LABELS[by_name]})"
+        reason += f"; the name ends in {suffix}, which usually means {LABELS[by_name]}"
     return Detection(file_format, reason, True)
 
 
@@ -85,7 +85,7 @@ def _from_content(head: bytes) -> tuple[str, str] | None:
     if text.startswith(b"["):
         return None  # a JSON array is none of the formats; the name decides, the parse says why
     if b"," in first_line or b";" in first_line:
-        return "csv", "its first line is not JSON but comma-separated (a CSV header row)"
+        return "csv", "its first line is comma-separated, not JSON: a CSV header row"
     return None
 
 

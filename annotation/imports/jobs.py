@@ -140,10 +140,10 @@ def _settle_format(chosen: str, *, name: str, content: bytes | IO[bytes]) -> tup
         )
     note = f"{LABELS[chosen]}, as chosen"
     if detection.from_content and detection.file_format != chosen:
+        evidence = detection.reason.removeprefix("from the content: ")
         note += (
-            f"; {MISMATCH} {LABELS[detection.file_format]} "
-            f"({detection.reason.removeprefix('from the content: ')}): "
-            "choose Detect to read it as such"
+            f"; {MISMATCH} {LABELS[detection.file_format]} ({evidence}). "
+            f'Choose "Detect from the file" to read it as {LABELS[detection.file_format]}'
         )
     return chosen, note
 

@@ -107,6 +107,16 @@ def test_the_status_json_has_counts_state_and_time_left(client, setup):
     assert data["eta_state"] == "known" and 0 < data["eta_seconds"] <= 2
     assert data["eta_text"].endswith(" s left")
     assert (data["can_cancel"], data["can_resume"]) == (True, False)
+    assert data["judges"] == [
+        {
+            "judge": "gpt",
+            "total": 4,
+            "by_status": ["ok 3", "pending 1"],
+            "failure_rate": "0%",
+            "mean_latency": "\u2013",
+            "cost": "$0.0000",
+        }
+    ]
 
 
 def test_who_may_read_the_status(client, setup):

@@ -24,12 +24,38 @@
     });
   }
 
+  // The judges' table, rebuilt from the status (text only: names are never read as HTML).
+  function judges(rows) {
+    const body = document.querySelector("[data-judges]");
+    if (!body) return;
+    body.replaceChildren.apply(body, rows.map(function (h) {
+      const tr = document.createElement("tr");
+      const cells = [h.judge, h.total, null, h.failure_rate, h.mean_latency, h.cost];
+      cells.forEach(function (value) {
+        const td = document.createElement("td");
+        if (value === null) {
+          h.by_status.forEach(function (text) {
+            const tag = document.createElement("span");
+            tag.className = "tag";
+            tag.textContent = text;
+            td.append(tag, " ");
+          });
+        } else {
+          td.textContent = String(value);
+        }
+        tr.append(td);
+      });
+      return tr;
+    }));
+  }
+
   function apply(data) {
     ["status_display", "done", "total", "ok", "failed", "remaining", "cached",
       "input_tokens", "output_tokens", "cost", "eta_text", "waiting"].forEach(function (name) {
       field(name, data[name]);
     });
     if (bar) bar.value = data.percent;
+    judges(data.judges || []);
     show("cached", data.cached > 0);
     show("eta_text", Boolean(data.eta_text));
     show("waiting", Boolean(data.waiting));
@@ -42,7 +68,7 @@
       link.href = window.location.pathname;
       link.textContent = "Reload the page";
       note.append("The run is " + data.status_display.toLowerCase() + ". ", link,
-        " for its final judge table, errors and flags.");
+        " for its final error reasons and flagged verdicts.");
     } else {
       note.textContent = "";
     }

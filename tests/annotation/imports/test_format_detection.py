@@ -43,8 +43,10 @@ def test_detect_format(name, head, expected, from_content):
 
 def test_the_reason_names_a_name_that_says_otherwise():
     reason = detect_format(name="items.jsonl", head=CSV).reason
-    assert reason.startswith("from the content: its first line is not JSON but comma-separated")
-    assert "the name ends in .jsonl, which usually means JSON Lines" in reason
+    assert reason == (
+        "from the content: its first line is comma-separated, not JSON: a CSV header row; "
+        "the name ends in .jsonl, which usually means JSON Lines"
+    )
 
 
 def test_peek_leaves_a_file_where_it_was():
