@@ -139,8 +139,16 @@ def test_the_jury_run_page_updates_in_place(live_server, page):
     assert_accessible(page, "the running jury run page")
     shot(page, "run-live-start")
 
+    # A poll that fails says so on the page, and polling goes on.
+    page.route("**/status.json", lambda route: route.fulfill(status=500, body="boom"))
+    refresh = page.get_by_test_id("run-refresh")
+    expect(refresh).to_contain_text("Could not update the run's status", timeout=10_000)
+    expect(refresh).to_contain_text("HTTP 500")
+    page.unroute("**/status.json")
+
     _finish(run, 5)
     expect(done).to_have_text("5", timeout=10_000)
+    expect(refresh).to_have_text("")
     expect(progress.locator('[data-field="remaining"]')).to_have_text("3")
     expect(page.get_by_test_id("run-eta")).to_have_text(re.compile(r"about \d+ s left"))
     health = page.get_by_test_id("judge-health").locator("tbody tr").first
