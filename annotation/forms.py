@@ -76,6 +76,7 @@ def criteria_initial(criteria: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 IMPORT_FORMATS = [
+    ("auto", "Detect from the file (content, then name)"),
     ("jsonl", "JSON Lines"),
     ("csv", "CSV"),
     ("helm", "HELM run (scenario_state.json or .zip)"),
@@ -83,7 +84,12 @@ IMPORT_FORMATS = [
 
 
 class ImportForm(forms.Form):
-    file_format = forms.ChoiceField(choices=IMPORT_FORMATS)
+    file_format = forms.ChoiceField(
+        choices=IMPORT_FORMATS,
+        initial="auto",
+        label="Format",
+        help_text="Detected unless you choose one: the page says which format was read and why.",
+    )
     file = forms.FileField()
 
 

@@ -201,6 +201,17 @@ class Assignment(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     flagged = models.BooleanField(default=False)
     flag_reason = models.TextField(blank=True)
+    # A coordinator's answer to the flag (services.flags.resolve_flag); cleared when the
+    # rater flags again or withdraws the flag. The history of both is in AuditEvent.
+    flag_resolved_at = models.DateTimeField(null=True, blank=True)
+    flag_resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    flag_resolution = models.TextField(blank=True)
     time_spent_seconds = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -316,6 +327,9 @@ class ImportJob(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
     file_format = models.CharField(max_length=16)
+    # How the format was settled: chosen by the coordinator, or detected and from what
+    # (imports.formats.detect_format), shown on the import page.
+    format_note = models.CharField(max_length=300, blank=True)
     source_name = models.CharField(max_length=300, blank=True)
     source_path = models.CharField(max_length=500, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("new/", coordinator.create_study, name="create"),
     path("<int:study_id>/", coordinator.dashboard_page, name="study"),
     path("<int:study_id>/settings/", coordinator.edit_study, name="settings"),
+    path("<int:study_id>/items/<int:item_id>/", coordinator.item_page, name="item"),
     path("<int:study_id>/members/", coordinator.members, name="members"),
     path("<int:study_id>/import/", coordinator.import_items, name="import"),
     path("<int:study_id>/assign/", coordinator.assign, name="assign"),

@@ -9,6 +9,7 @@ from django import forms
 from annotation.models import RatingStudy
 from jury.limits.endpoints import origin_of
 from jury.models import EndpointLimit, Judge, PromptTemplate
+from jury.selectors import run_filter_choices
 from medhelm_site.common.text_limits import column_max_length, json_text_problem
 
 
@@ -24,11 +25,16 @@ class StartRunForm(forms.Form):
         required=False,
         help_text="Empty: the MedHELM default prompt.",
     )
-    models = forms.CharField(
-        required=False, help_text="Only these evaluated models (comma-separated)."
+    models = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Only these evaluated models; none ticked: every model.",
     )
-    taxonomy_node = forms.IntegerField(
-        required=False, help_text="Only items under this taxonomy node (id)."
+    taxonomy_node = forms.TypedChoiceField(
+        required=False,
+        coerce=int,
+        empty_value=None,
+        help_text="Only items under this taxonomy node.",
     )
 
     def __init__(self, *args: Any, study: RatingStudy | None = None, **kwargs: Any) -> None:
@@ -37,13 +43,21 @@ class StartRunForm(forms.Form):
         if study is not None:
             templates = templates.filter(study__in=[study]) | templates.filter(study__isnull=True)
         self.fields["template"].queryset = templates.order_by("name", "-version")
+        # Picked from what the study holds, never typed: a typo used to match no item.
+        choices = run_filter_choices(study=study) if study is not None else None
+        self.fields["models"].choices = [
+            (name, f"{name} ({n} items)") for name, n in (choices.models if choices else [])
+        ]
+        self.fields["taxonomy_node"].choices = [("", "Any (every item)")] + [
+            (str(pk), f"{label} ({n} items)") for pk, label, n in (choices.nodes if choices else [])
+        ]
 
     def filters(self) -> dict[str, Any]:
         """The item filters as start_run takes them (only those the user set)."""
         out: dict[str, Any] = {}
         if self.cleaned_data.get("models"):
-            out["models"] = [m.strip() for m in self.cleaned_data["models"].split(",") if m.strip()]
-        if self.cleaned_data.get("taxonomy_node"):
+            out["models"] = list(self.cleaned_data["models"])
+        if self.cleaned_data.get("taxonomy_node") is not None:
             out["taxonomy_node"] = self.cleaned_data["taxonomy_node"]
         return out
 

@@ -19,8 +19,10 @@ from django.db.models.functions import Coalesce, Substr
 from django.utils import timezone
 
 from annotation.models import RatingStudy
+from delphi.models import TaxonomyNode
 from jury import breakers, limits
 from jury.models import JudgeAttempt, JudgeCall, JuryRun, PromptTemplate
+from jury.run_estimate import MAX_SAMPLES, Estimate, estimate_remaining
 
 FAILED = JudgeCall.FAILED_STATUSES
 
@@ -40,6 +42,9 @@ class RunProgress:
     cost: Decimal
     eta_seconds: float | None
     by_status: dict[str, int]
+    # "known" (eta_seconds holds it), "estimating" (no recent pace) or "none" (not running,
+    # or nothing left): see jury.run_estimate.
+    eta_state: str = "none"
 
     @property
     def percent(self) -> int:
@@ -47,8 +52,9 @@ class RunProgress:
 
 
 def run_progress(*, run: JuryRun) -> RunProgress:
-    """Calls done, failed and left, tokens and cost (cache hits are not billed again), and an
-    ETA from the pace so far while the run is running."""
+    """Calls done, failed and left, tokens and cost (cache hits are not billed again), and
+    the time left at the pace of the recent finishes (jury.run_estimate) while the run is
+    queued or running."""
     agg = run.calls.aggregate(
         total=Count("id"),
         pending=Count("id", filter=Q(status=JudgeCall.Status.PENDING)),
@@ -63,10 +69,17 @@ def run_progress(*, run: JuryRun) -> RunProgress:
         run.calls.values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )
     done = agg["total"] - agg["pending"]
-    eta = None
-    if run.started_at and done and agg["pending"] and run.status == JuryRun.Status.RUNNING:
-        elapsed = (timezone.now() - run.started_at).total_seconds()
-        eta = elapsed / done * agg["pending"]
+    estimate = Estimate(None, "none")
+    if run.status in (JuryRun.Status.QUEUED, JuryRun.Status.RUNNING) and agg["pending"]:
+        finished = (
+            run.calls.filter(finished_at__isnull=False, cached_from__isnull=True)
+            .exclude(status=JudgeCall.Status.PENDING)
+            .order_by("-finished_at")
+            .values_list("finished_at", flat=True)[:MAX_SAMPLES]
+        )
+        estimate = estimate_remaining(
+            finished_at=list(finished), pending=agg["pending"], now=timezone.now()
+        )
     return RunProgress(
         total=agg["total"],
         done=done,
@@ -77,8 +90,9 @@ def run_progress(*, run: JuryRun) -> RunProgress:
         input_tokens=agg["input_tokens"] or 0,
         output_tokens=agg["output_tokens"] or 0,
         cost=agg["cost"] or Decimal(0),
-        eta_seconds=eta,
+        eta_seconds=estimate.seconds,
         by_status=by_status,
+        eta_state=estimate.state,
     )
 
 
@@ -387,3 +401,121 @@ def run_flags(*, run: JuryRun) -> RunFlags:
         by_judge=by_judge,
         calls=calls,
     )
+
+
+@dataclass(frozen=True)
+class FilterChoices:
+    """What a run may be narrowed to: the study's evaluated models and the taxonomy nodes its
+    items sit under (with their ancestors), each with its item count."""
+
+    models: list[tuple[str, int]]
+    nodes: list[tuple[int, str, int]]  # (id, "Category / Subcategory / Task", items)
+
+
+def run_filter_choices(*, study: RatingStudy) -> FilterChoices:
+    models = list(
+        study.items.values_list("model_name").annotate(n=Count("id")).order_by("model_name")
+    )
+    per_node = dict(
+        study.items.filter(taxonomy_node__isnull=False)
+        .values_list("taxonomy_node")
+        .annotate(n=Count("id"))
+        .values_list("taxonomy_node", "n")
+    )
+    known: dict[int, TaxonomyNode] = {}
+    wanted = set(per_node)
+    while wanted - set(known):
+        for node in TaxonomyNode.objects.filter(pk__in=wanted - set(known)):
+            known[node.pk] = node
+            if node.parent_id is not None:
+                wanted.add(node.parent_id)
+    counts: dict[int, int] = defaultdict(int)
+    for node_id, n in per_node.items():
+        node: TaxonomyNode | None = known[node_id]
+        while node is not None:  # an item counts for its node and every node above it
+            counts[node.pk] += n
+            node = known.get(node.parent_id) if node.parent_id is not None else None
+
+    def path(node: TaxonomyNode) -> list[TaxonomyNode]:
+        return (path(known[node.parent_id]) if node.parent_id is not None else []) + [node]
+
+    rows = [(path(node), node) for node in known.values()]
+    rows.sort(key=lambda r: [(n.position, n.pk) for n in r[0]])
+    nodes = [(node.pk, " / ".join(n.name for n in p), counts[node.pk]) for p, node in rows]
+    return FilterChoices(models=models, nodes=nodes)
+
+
+#: Call statuses a resume sends again (jury.services.RETRIED_ON_RESUME), and truncated ones
+#: (sent again when their judge's request changed; otherwise the resume says why not).
+RESUMABLE_CALLS = (
+    JudgeCall.Status.PROVIDER_ERROR,
+    JudgeCall.Status.TIMEOUT,
+    JudgeCall.Status.TRUNCATED,
+)
+
+
+def can_resume(*, run: JuryRun, progress: RunProgress) -> bool:
+    """Resume is offered for a stopped (cancelled) or failed run, and for a finished one
+    whose calls failed in a way a resume retries; never while the run is queued or running."""
+    if run.status in (JuryRun.Status.CANCELLED, JuryRun.Status.FAILED):
+        return True
+    if run.status == JuryRun.Status.FINISHED:
+        return any(progress.by_status.get(s, 0) for s in RESUMABLE_CALLS)
+    return False
+
+
+def eta_text(progress: RunProgress) -> str:
+    """The time left as the run page says it: "about 40 s left", "about 12 min left",
+    "time left: estimating…", or "" when the run is not under way."""
+    if progress.eta_state == "estimating":
+        return "time left: estimating…"
+    if progress.eta_state != "known" or progress.eta_seconds is None:
+        return ""
+    seconds = progress.eta_seconds
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s left"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} min left"
+    return f"about {seconds / 3600:.1f} h left"
+
+
+def run_status(*, run: JuryRun) -> dict[str, object]:
+    """What the run page polls (and renders first): counts, state, time left, the wait for a
+    worker, and which actions apply."""
+    progress = run_progress(run=run)
+    waiting = run_waiting(run=run)
+    return {
+        "id": run.pk,
+        "status": run.status,
+        "status_display": run.get_status_display(),
+        "live": run.status in (JuryRun.Status.QUEUED, JuryRun.Status.RUNNING),
+        "total": progress.total,
+        "done": progress.done,
+        "ok": progress.ok,
+        "failed": progress.failed,
+        "remaining": progress.remaining,
+        "cached": progress.cached,
+        "percent": progress.percent,
+        "input_tokens": progress.input_tokens,
+        "output_tokens": progress.output_tokens,
+        "cost": f"{progress.cost:.4f}",
+        "eta_seconds": None if waiting else progress.eta_seconds,
+        "eta_state": "waiting" if waiting else progress.eta_state,
+        "eta_text": "" if waiting else eta_text(progress),
+        "waiting": waiting.text if waiting else "",
+        "can_cancel": run.status in (JuryRun.Status.QUEUED, JuryRun.Status.RUNNING),
+        "can_resume": can_resume(run=run, progress=progress),
+        "judges": [
+            {
+                "judge": h.judge,
+                "total": h.total,
+                "by_status": [f"{status} {n}" for status, n in h.by_status.items()],
+                "failure_rate": f"{round(100 * h.failure_rate)}%",
+                "mean_latency": "\u2013"
+                if h.mean_latency_ms is None
+                else f"{round(h.mean_latency_ms)} ms",
+                "cost": f"${h.cost:.4f}",
+            }
+            for h in judge_health(run=run)
+        ],
+    }

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
@@ -78,15 +84,24 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
         {
             "study": study,
             "run": run,
-            "progress": selectors.run_progress(run=run),
-            "health": selectors.judge_health(run=run),
+            "live": selectors.run_status(run=run),
             "errors": selectors.run_errors(run=run),
-            "waiting": selectors.run_waiting(run=run),
             "outages": selectors.provider_outages(run=run),
             "flags": selectors.run_flags(run=run),
             "is_coordinator": Role.COORDINATOR in roles,
         },
     )
+
+
+@login_required
+def run_status(request: HttpRequest, study_id: int, run_id: int) -> JsonResponse:
+    """What the run page polls every few seconds instead of reloading: counts, state, time
+    left and the actions that apply (jury.selectors.run_status)."""
+    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    run = _run_of(study, run_id)
+    response = JsonResponse(selectors.run_status(run=run))
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @login_required

@@ -27,7 +27,15 @@ from django.utils import timezone
 from annotation import audit
 from annotation.errors import AnnotationError
 from annotation.imports.after_import import run_after_import_steps
-from annotation.imports.formats import FORMATS, parse
+from annotation.imports.formats import (
+    AUTO,
+    FORMATS,
+    LABELS,
+    MISMATCH,
+    detect_format,
+    parse,
+    peek,
+)
 from annotation.imports.progress import FINISHED, stored_messages
 from annotation.imports.rows import ParsedImport, RowError
 from annotation.imports.uploads import release_upload, store_upload
@@ -75,11 +83,12 @@ def start_import(
     only) or PermissionDenied (not a coordinator or staff). An inline run returns the
     finished job; a queued one returns it queued (the task starts after the commit).
     """
-    if file_format not in FORMATS:
+    if file_format not in (*FORMATS, AUTO):
         raise AnnotationError(
-            f"unknown format {file_format!r}; use jsonl, csv or helm", field="file_format"
+            f"unknown format {file_format!r}; use auto, jsonl, csv or helm", field="file_format"
         )
     _check_may_import(study=study, actor=actor)
+    file_format, format_note = _settle_format(file_format, name=uploaded_name, content=content)
     upload = store_upload(content=content, name=uploaded_name, file_format=file_format)
     if upload.size == 0 or upload.blank:
         upload.absolute.unlink(missing_ok=True)
@@ -95,6 +104,7 @@ def start_import(
             study=study,
             created_by=actor,
             file_format=file_format,
+            format_note=format_note[:300],
             source_name=uploaded_name[:300],
             source_path=upload.path,
         )
@@ -105,6 +115,7 @@ def start_import(
             study=study,
             after={
                 "file_format": file_format,
+                "format_note": job.format_note,
                 "source_name": job.source_name,
                 "bytes": upload.size,
                 "background": in_background,
@@ -115,6 +126,26 @@ def start_import(
     if in_background:
         return job
     return run_import_job(job_id=job.pk, on_progress=on_progress, inline=True)
+
+
+def _settle_format(chosen: str, *, name: str, content: bytes | IO[bytes]) -> tuple[str, str]:
+    """The format to read the upload in and a note of how it was settled: detected from
+    the content and name (chosen == AUTO), or the coordinator's choice, with a warning when
+    the content looks like another format."""
+    detection = detect_format(name=name, head=peek(content))
+    if chosen == AUTO:
+        return (
+            detection.file_format,
+            f"{LABELS[detection.file_format]}, detected {detection.reason}",
+        )
+    note = f"{LABELS[chosen]}, as chosen"
+    if detection.from_content and detection.file_format != chosen:
+        evidence = detection.reason.removeprefix("from the content: ")
+        note += (
+            f"; {MISMATCH} {LABELS[detection.file_format]} ({evidence}). "
+            f'Choose "Detect from the file" to read it as {LABELS[detection.file_format]}'
+        )
+    return chosen, note
 
 
 def queue_import_job(job_id: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from annotation.imports.formats import MISMATCH
 from annotation.imports.rows import RowError
 from annotation.models import ImportJob
 
@@ -46,6 +47,9 @@ def _phase_and_percent(job: ImportJob) -> tuple[str, int]:
         # "saving" once every row is checked, and 100 only once it has succeeded.
         phase = "saving" if total and processed >= total else "checking"
         return phase, min(99, 100 * processed // total) if total else 0
+    if job.status == ImportJob.Status.FAILED:
+        # Not a full bar: how far the checks got before the import failed.
+        return "failed", min(99, 100 * processed // total) if total else 0
     return "done", 100
 
 
@@ -59,6 +63,10 @@ def import_progress(job: ImportJob) -> dict[str, Any]:
     return {
         "id": job.pk,
         "status": job.status,
+        "failed": job.status == ImportJob.Status.FAILED,
+        "format": job.file_format,
+        "format_note": job.format_note,
+        "format_mismatch": MISMATCH in job.format_note,
         "phase": phase,
         "processed": job.processed_rows,
         "total": job.total_rows,

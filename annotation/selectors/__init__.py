@@ -20,6 +20,13 @@ from annotation.selectors.exports import (
     rating_export_rows,
     ratings_long_rows,
 )
+from annotation.selectors.items import (
+    FlagEvent,
+    ItemAssignment,
+    ItemReview,
+    item_review,
+    study_item,
+)
 from annotation.selectors.members import (
     account_by_username,
     account_named,
@@ -57,7 +64,10 @@ __all__ = [
     "LONG_RATING_COLUMNS",
     "CaseCopy",
     "ClinicianProgress",
+    "FlagEvent",
     "FlaggedItem",
+    "ItemAssignment",
+    "ItemReview",
     "QueuePosition",
     "QueueProgress",
     "RaterItem",
@@ -72,6 +82,7 @@ __all__ = [
     "clinician_progress",
     "clinician_queue",
     "flagged_items",
+    "item_review",
     "items_short_of_k",
     "median_seconds_per_item",
     "own_assignment",
@@ -85,6 +96,7 @@ __all__ = [
     "roles_in_study",
     "studies_for",
     "studies_with_any_role",
+    "study_item",
     "study_items",
     "study_member",
     "study_members",

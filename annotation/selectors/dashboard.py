@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 
 from annotation.models import Assignment, Item, Rating, RatingStudy, StudyMembership
 
@@ -121,12 +121,17 @@ def items_short_of_k(*, study: RatingStudy, limit: int = 200) -> tuple[int, list
 class FlaggedItem:
     item_id: int
     external_id: str
+    model_name: str
     rater: str
     reason: str
     comments: list[str]
+    resolved: bool
+    resolution: str
 
 
 def flagged_items(*, study: RatingStudy) -> list[FlaggedItem]:
+    """Every flag of the study, open ones first, with the item's model (coordinators and
+    researchers see model names) and the rater's comments."""
     pseudonyms = dict(
         StudyMembership.objects.filter(
             study=study, role=StudyMembership.Role.CLINICIAN
@@ -135,7 +140,7 @@ def flagged_items(*, study: RatingStudy) -> list[FlaggedItem]:
     flagged = list(
         Assignment.objects.filter(study=study, flagged=True)
         .select_related("item")
-        .order_by("item_id", "clinician_id")
+        .order_by(F("flag_resolved_at").asc(nulls_first=True), "item_id", "clinician_id")
     )
     comments: dict[int, list[str]] = {}
     for assignment_id, key, comment in (
@@ -148,9 +153,12 @@ def flagged_items(*, study: RatingStudy) -> list[FlaggedItem]:
         FlaggedItem(
             item_id=a.item_id,
             external_id=a.item.external_id,
+            model_name=a.item.model_name,
             rater=pseudonyms.get(a.clinician_id, "?"),
             reason=a.flag_reason,
             comments=comments.get(a.pk, []),
+            resolved=a.flag_resolved_at is not None,
+            resolution=a.flag_resolution,
         )
         for a in flagged
     ]

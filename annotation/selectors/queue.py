@@ -75,6 +75,8 @@ def clinician_queue(*, study: RatingStudy, user: AbstractBaseUser) -> QuerySet[A
             "position",
             "status",
             "flagged",
+            "flag_resolved_at",
+            "flag_resolution",
             "submitted_at",
             "time_spent_seconds",
             "item__id",

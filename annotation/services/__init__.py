@@ -6,6 +6,7 @@ for each user-facing change. Callers use `from annotation import services; servi
 """
 
 from annotation.services.assignment import assign_items
+from annotation.services.flags import resolve_flag
 from annotation.services.items import ItemRow, ItemsCreated, create_items
 from annotation.services.membership import PSEUDONYM_PREFIX, add_member, remove_member
 from annotation.services.rating_imports import (
@@ -48,6 +49,7 @@ __all__ = [
     "flag_assignment",
     "import_ratings",
     "remove_member",
+    "resolve_flag",
     "save_draft",
     "set_study_lock",
     "submit_assignment",

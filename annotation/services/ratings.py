@@ -303,7 +303,19 @@ def flag_assignment(
     assignment.flag_reason = reason.strip() if flagged else ""
     after = {"flagged": assignment.flagged, "reason": assignment.flag_reason}
     if before != after:
-        assignment.save(update_fields=["flagged", "flag_reason", "updated_at"])
+        # A new flag, or none, is no longer the one a coordinator resolved (services.flags).
+        assignment.flag_resolved_at = assignment.flag_resolved_by = None
+        assignment.flag_resolution = ""
+        assignment.save(
+            update_fields=[
+                "flagged",
+                "flag_reason",
+                "flag_resolved_at",
+                "flag_resolved_by",
+                "flag_resolution",
+                "updated_at",
+            ]
+        )
         audit.record(
             actor=clinician,
             action="assignment.flag" if flagged else "assignment.unflag",

@@ -136,6 +136,48 @@ def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 @login_required
+def item_page(request: HttpRequest, study_id: int, item_id: int) -> HttpResponse:
+    """One item as its coordinators see it (model included), its raters and the history of
+    its flags; an open flag is resolved here with a note. Coordinators only: a clinician
+    never reaches it (403), nor does a researcher."""
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    item = selectors.study_item(study=study, item_id=item_id)
+    if item is None:
+        raise Http404("No such item in this study.")
+    status = 200
+    error = None
+    error_assignment = None
+    if request.method == "POST":
+        assignment_id = parse_id(request.POST.get("assignment"), field="assignment")
+        try:
+            services.resolve_flag(
+                study=study,
+                assignment_id=assignment_id,
+                actor=request.user,
+                note=request.POST.get("note", ""),
+            )
+        except AnnotationError as exc:
+            status, error, error_assignment = 400, exc.message, assignment_id
+        else:
+            messages.success(request, "Flag resolved; the rater sees your note in their queue.")
+            return redirect("annotation:item", study_id=study.pk, item_id=item.pk)
+    return render(
+        request,
+        "annotation/item.html",
+        {
+            "study": study,
+            "review": selectors.item_review(study=study, item=item),
+            "error": error,
+            "error_assignment": error_assignment,
+            "note": request.POST.get("note", "") if error else "",
+        },
+        status=status,
+    )
+
+
+@login_required
 def members(request: HttpRequest, study_id: int) -> HttpResponse:
     study, _ = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]

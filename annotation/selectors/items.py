@@ -1,0 +1,118 @@
+"""Reads for a coordinator's page of one item: the item with its model, who rates it, and
+the history of its flags (from the audit trail)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from annotation.models import Assignment, AuditEvent, Item, RatingStudy, StudyMembership
+
+FLAG_ACTIONS = {
+    "assignment.flag": "flagged",
+    "assignment.unflag": "withdrew the flag",
+    "assignment.flag_resolve": "resolved",
+}
+
+
+@dataclass(frozen=True)
+class ItemAssignment:
+    assignment_id: int
+    rater: str
+    status: str
+    flagged: bool
+    flag_reason: str
+    resolved_at: datetime | None
+    resolved_by: str
+    resolution: str
+
+    @property
+    def open_flag(self) -> bool:
+        return self.flagged and self.resolved_at is None
+
+
+@dataclass(frozen=True)
+class FlagEvent:
+    at: datetime
+    rater: str
+    actor: str
+    what: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ItemReview:
+    item: Item
+    submitted: int
+    assignments: list[ItemAssignment]
+    history: list[FlagEvent]
+
+
+def study_item(*, study: RatingStudy, item_id: int) -> Item | None:
+    return Item.objects.filter(study=study, pk=item_id).select_related("taxonomy_node").first()
+
+
+def _names(study: RatingStudy) -> tuple[dict[int, str], dict[int, str]]:
+    """Clinicians' pseudonyms, and every member's name as a coordinator sees it (the
+    pseudonym for a clinician, the username otherwise)."""
+    pseudonyms: dict[int, str] = {}
+    names: dict[int, str] = {}
+    for user_id, role, pseudonym, username in StudyMembership.objects.filter(
+        study=study
+    ).values_list("user_id", "role", "pseudonym", "user__username"):
+        if role == StudyMembership.Role.CLINICIAN:
+            pseudonyms[user_id] = pseudonym or username
+            names[user_id] = pseudonym or username
+        else:
+            names.setdefault(user_id, username)
+    return pseudonyms, names
+
+
+def item_review(*, study: RatingStudy, item: Item) -> ItemReview:
+    """The item, its assignments (withdrawn ones too, if they carry a flag) and every flag,
+    withdrawal and resolution on them, oldest first."""
+    pseudonyms, names = _names(study)
+    assignments = list(
+        Assignment.objects.filter(item=item)
+        .select_related("flag_resolved_by")
+        .order_by("clinician_id")
+    )
+    rows = [
+        ItemAssignment(
+            assignment_id=a.pk,
+            rater=pseudonyms.get(a.clinician_id, "?"),
+            status=a.get_status_display(),
+            flagged=a.flagged,
+            flag_reason=a.flag_reason,
+            resolved_at=a.flag_resolved_at,
+            resolved_by=a.flag_resolved_by.get_username() if a.flag_resolved_by else "",
+            resolution=a.flag_resolution,
+        )
+        for a in assignments
+        if a.status != Assignment.Status.WITHDRAWN or a.flagged
+    ]
+    rater_of = {str(a.pk): pseudonyms.get(a.clinician_id, "?") for a in assignments}
+    events = AuditEvent.objects.filter(
+        target_type=Assignment.__name__,
+        target_id__in=list(rater_of),
+        action__in=list(FLAG_ACTIONS),
+    ).order_by("at", "id")
+    history = []
+    for e in events:
+        after = e.after or {}
+        text = (
+            after.get("note", "")
+            if e.action == "assignment.flag_resolve"
+            else after.get("reason", "")
+        )
+        history.append(
+            FlagEvent(
+                at=e.at,
+                rater=rater_of[e.target_id],
+                actor=names.get(e.actor_id, "?") if e.actor_id else "?",
+                what=FLAG_ACTIONS[e.action],
+                text=text or "",
+            )
+        )
+    submitted = sum(1 for a in assignments if a.status == Assignment.Status.SUBMITTED)
+    return ItemReview(item=item, submitted=submitted, assignments=rows, history=history)
