@@ -265,3 +265,19 @@ def figure_file(results: Mapping[str, Any], key: str, fmt: str) -> bytes | None:
         buffer = io.BytesIO()
         fig.savefig(buffer, format=fmt, **FIGURE_FORMATS[fmt][1])
     return buffer.getvalue()
+
+
+def figure_files(results: Mapping[str, Any]) -> dict[tuple[str, str], bytes]:
+    """Every figure of a report in every file format, keyed by (figure key, format): the
+    figures are drawn once and each written out three times (for storing them with the
+    snapshot, agreement.services.renderings)."""
+    out: dict[tuple[str, str], bytes] = {}
+    with matplotlib.rc_context(RC):
+        for key, _title, fig, _note in figures(results):
+            if fig is None:
+                continue
+            for fmt, (_media, options) in FIGURE_FORMATS.items():
+                buffer = io.BytesIO()
+                fig.savefig(buffer, format=fmt, **options)
+                out[(key, fmt)] = buffer.getvalue()
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agreement import analysis, plots, renderings
+from agreement import analysis, renderings
 from agreement.models import ReportSnapshot
 from medhelm_site.common.csv_export import csv_text
 
@@ -141,5 +141,8 @@ def export_markdown(snapshot: ReportSnapshot) -> str:
 
 def export_figure(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None:
     """Figure ``key`` of the snapshot as an SVG, PDF or 300-dpi PNG file (None: no such
-    figure, or no data to draw it)."""
-    return plots.figure_file(snapshot.results, key, fmt)
+    figure, or no data to draw it), as stored with the snapshot."""
+    # imported here: the renderings registry names this module's functions
+    from agreement.services.renderings import figure_file_of
+
+    return figure_file_of(snapshot, key, fmt)

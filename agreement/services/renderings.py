@@ -68,31 +68,82 @@ DOWNLOADS = {r.extension: r.kind for r in RENDERINGS.values() if r.extension}
 
 
 def store_renderings(snapshot: ReportSnapshot) -> None:
-    """Produce and store every rendering of ``snapshot`` not stored yet."""
+    """Produce and store every rendering of ``snapshot`` not stored yet, the figure files
+    (each figure as SVG, PDF and PNG) included."""
     for kind in RENDERINGS:
         rendering_of(snapshot, kind)
+    _store_figure_files(snapshot)
+
+
+def _stored(snapshot: ReportSnapshot, kind: str) -> bytes | None:
+    stored = (
+        ReportRendering.objects.filter(snapshot=snapshot, kind=kind)
+        .values_list("content", flat=True)
+        .first()
+    )
+    return None if stored is None else bytes(stored)
+
+
+def _store(snapshot: ReportSnapshot, kind: str, content_type: str, content: bytes) -> None:
+    try:
+        with transaction.atomic():
+            ReportRendering.objects.create(
+                snapshot=snapshot, kind=kind, content_type=content_type, content=content
+            )
+    except IntegrityError:  # another request stored it meanwhile: the same bytes
+        pass
 
 
 def rendering_of(snapshot: ReportSnapshot, kind: str) -> tuple[bytes, str]:
     """(content, content type) of one rendering: the stored one, or produced and stored now.
     Raises KeyError for a kind the registry does not name."""
     spec = RENDERINGS[kind]
-    stored = (
-        ReportRendering.objects.filter(snapshot=snapshot, kind=kind)
-        .values_list("content", flat=True)
-        .first()
-    )
+    stored = _stored(snapshot, kind)
     if stored is not None:
-        return bytes(stored), spec.content_type
+        return stored, spec.content_type
     content = spec.produce(snapshot)
-    try:
-        with transaction.atomic():
-            ReportRendering.objects.create(
-                snapshot=snapshot, kind=kind, content_type=spec.content_type, content=content
-            )
-    except IntegrityError:  # another request stored it meanwhile: the same bytes
-        pass
+    _store(snapshot, kind, spec.content_type, content)
     return content, spec.content_type
+
+
+#: Marks the stored figure files: "figure:" + key + "." + format (an empty file: the report
+#: has no data for that figure, so its download answers 404 without drawing anything).
+FIGURE_KIND = "figure:{key}.{fmt}"
+
+
+def _store_figure_files(snapshot: ReportSnapshot) -> None:
+    kinds = {
+        (f["key"], fmt): FIGURE_KIND.format(key=f["key"], fmt=fmt)
+        for f in page_figures(snapshot)
+        for fmt in plots.FIGURE_FORMATS
+    }
+    have = set(
+        ReportRendering.objects.filter(snapshot=snapshot, kind__in=kinds.values()).values_list(
+            "kind", flat=True
+        )
+    )
+    if have >= set(kinds.values()):
+        return
+    files = plots.figure_files(snapshot.results)
+    for (key, fmt), kind in kinds.items():
+        if kind not in have:
+            _store(snapshot, kind, plots.FIGURE_FORMATS[fmt][0], files.get((key, fmt), b""))
+
+
+def figure_file_of(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None:
+    """Figure ``key`` of the snapshot as a stored SVG, PDF or 300-dpi PNG file (all of them
+    produced and stored on first use for a snapshot the job did not store them for); None
+    where the report has no such figure or no data to draw it."""
+    if fmt not in plots.FIGURE_FORMATS:
+        return None
+    kind = FIGURE_KIND.format(key=key, fmt=fmt)
+    stored = _stored(snapshot, kind)
+    if stored is None:
+        if key not in {f["key"] for f in page_figures(snapshot)}:
+            return None
+        _store_figure_files(snapshot)
+        stored = _stored(snapshot, kind)
+    return stored or None
 
 
 def page_figures(snapshot: ReportSnapshot) -> list[dict[str, str | None]]:

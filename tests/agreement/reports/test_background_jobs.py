@@ -6,6 +6,7 @@ tests/e2e/test_report_in_background.py."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -65,7 +66,12 @@ def test_a_job_computes_its_report_writing_progress_and_stores_its_renderings(bu
     kinds = set(
         ReportRendering.objects.filter(snapshot=ended.snapshot).values_list("kind", flat=True)
     )
-    assert kinds == set(services.RENDERINGS)
+    figure_files = {
+        f"figure:{key}.{fmt}"
+        for key in ("scatter", "bland_altman", "forest", "heatmap")
+        for fmt in ("svg", "pdf", "png")
+    }
+    assert kinds == set(services.RENDERINGS) | figure_files
     # delivered again (acks_late): nothing more happens
     assert services.run_report_job(job.pk).snapshot_id == ended.snapshot_id
     assert ReportSnapshot.objects.count() == 1
@@ -86,6 +92,8 @@ def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, c
     monkeypatch.setattr(renderings, "latex_file", must_not_run)
     monkeypatch.setattr(renderings, "markdown_file", must_not_run)
     monkeypatch.setattr(stored_renderings, "render_body", must_not_run)
+    monkeypatch.setattr(plots, "figure_files", must_not_run)
+    monkeypatch.setattr(plots, "figure_file", must_not_run)
     client.force_login(built.members.researcher)
     base = f"/studies/{built.study.pk}/agreement/{snapshot.pk}/"
     page = client.get(base)
@@ -95,6 +103,15 @@ def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, c
         response = client.get(f"{base}report.{fmt}")
         assert response.status_code == 200 and response.content == stored[fmt]
     assert client.get(f"{base}report.docx").status_code == 404
+    # every figure file was stored by the job too, and is served as stored
+    for figure in json.loads(stored["figures"]):
+        for fmt in plots.FIGURE_FORMATS:
+            response = client.get(f"{base}figures/{figure['key']}.{fmt}")
+            kept = stored[f"figure:{figure['key']}.{fmt}"]
+            if figure["svg"] is None:
+                assert response.status_code == 404 and kept == b""
+            else:
+                assert response.status_code == 200 and response.content == kept
 
 
 def test_a_snapshot_without_stored_renderings_gets_them_on_first_use(built, client):
