@@ -19,6 +19,7 @@ from delphi import stats
 from delphi.consensus import OUTCOME_COLOURS, OUTCOME_ORDER
 from delphi.exports.data import WHOLE_PANEL, StudyData
 from delphi.models import Round, RoundItemStatistics
+from delphi.stats import display
 from medhelm_site.common.figures import figure_text
 
 # matplotlib subsets fonts with fontTools, which logs every table of every font at INFO:
@@ -96,7 +97,9 @@ def _flow_round(ax: Axes, row: Mapping[str, Any], previous_y: float, y: float) -
     lost = [f"did not respond: {row['non_responders']}", f"withdrew: {row['withdrawn']}"]
     if row["pending"]:
         lost.append(f"not submitted yet: {row['pending']}")
-    if row["round"] > 1:
+    if row["round"] > 1 and row["attrition_vs_round_1_pct"] is None:
+        lost.append("attrition vs round 1: not final (round open)")
+    elif row["round"] > 1:
         lost.append(f"attrition vs round 1: {fmt(row['attrition_vs_round_1_pct'])}%")
     side = FancyArrowPatch(
         (5.3, y), (6.35, y), arrowstyle="-|>", mutation_scale=10, color="#a35b00"
@@ -226,7 +229,7 @@ def _histogram(ax: Axes, statistics: RoundItemStatistics, version: int) -> None:
     ax.spines[["top", "right"]].set_visible(False)
     title = (
         f"v{version} \u00b7 n {statistics.n_rated} \u00b7 median "
-        f"{fmt(statistics.median)} \u00b7 {outcome_words(statistics.outcome)}"
+        f"{display.stat_number(statistics.median)} \u00b7 {outcome_words(statistics.outcome)}"
     )
     colour = OUTCOME_COLOURS.get(statistics.outcome, "black")
     ax.set_title(title, loc="left", fontsize=5.5, pad=2, color=colour)
