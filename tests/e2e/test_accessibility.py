@@ -126,6 +126,18 @@ class World:
         )
 
     @cached_property
+    def queued_job(self) -> Any:
+        """A report job no worker has taken yet: its page shows the stage and progress."""
+        from agreement import services
+
+        return services.request_report(
+            study=self.rating.study,
+            actor=self.rating.members.researcher,
+            parameters={"n_resamples": 20, "seed": 3},
+            background=True,
+        )
+
+    @cached_property
     def jury_run(self) -> Any:
         from jury import services
 
@@ -316,7 +328,7 @@ PAGES = [
     Visit(
         "agreement:job",
         "researcher",
-        lambda w: {"study_id": w.rating.study.pk, "job_id": w.report_job.pk},
+        lambda w: {"study_id": w.rating.study.pk, "job_id": w.queued_job.pk},
     ),
     # Delphi
     Visit("delphi:create", "staff"),

@@ -7,10 +7,12 @@ import pytest
 
 from delphi import services
 from delphi.exports.answer_tables import flow_rows
+from delphi.exports.charts import histogram_figures
 from delphi.exports.checklist import study_facts
 from delphi.exports.data import WHOLE_PANEL, load_study_data
 from delphi.exports.report import render_report_html, report_context
 from delphi.exports.report_text import report_lines
+from delphi.models import RoundItem
 from tests.delphi.flow import BASE_URL, answer_all, make_panel_study, submit_ratings
 
 LONG_NAME = "Predicting Patient Risks and Outcomes in Emergency and Critical Care Settings"
@@ -75,3 +77,13 @@ def test_the_pdf_text_prints_long_item_names_whole(round_two_open):
         position = joined.index(word, position) + len(word)
     assert "Outco " not in text and not any(line.rstrip().endswith("Outco") for line in lines)
     assert "Statistics of the whole panel" in text and "two decimals" in text
+
+
+@pytest.mark.django_db
+def test_the_small_multiples_print_long_item_names_whole(round_two_open):
+    longer = LONG_NAME + " Including Sepsis, Stroke and Acute Kidney Injury in Adults"
+    RoundItem.objects.filter(name=LONG_NAME).update(name=longer)
+    figures = histogram_figures(load_study_data(round_two_open.study))
+    labels = [" ".join(t.get_text().split()) for f in figures for t in f.texts]
+    assert longer in labels
+    assert not any("\u2026" in label for label in labels)
