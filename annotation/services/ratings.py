@@ -81,7 +81,7 @@ def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignm
     submit cannot commit after the study was locked."""
     assignment = (
         Assignment.objects.select_for_update(of=("self",))
-        .select_related("study")
+        .select_related("study", "item", "item__taxonomy_node")
         .filter(pk=assignment_id)
         .first()
     )
