@@ -112,9 +112,9 @@ def rater_item(*, assignment: Assignment) -> RaterItem:
     item = assignment.item
     answers = {
         key: {"value": value, "cannot_assess": cannot_assess, "comment": comment}
-        for key, value, cannot_assess, comment in assignment.ratings.values_list(
-            "criterion__key", "value", "cannot_assess", "comment"
-        )
+        for key, value, cannot_assess, comment in assignment.ratings.order_by(
+            "criterion__position"
+        ).values_list("criterion__key", "value", "cannot_assess", "comment")
     }
     return RaterItem(
         handle=assignment.handle,
@@ -138,6 +138,7 @@ def own_assignment(*, study: RatingStudy, user: AbstractBaseUser, handle: str) -
         Assignment.objects.filter(handle=handle, study=study, clinician=user)
         .exclude(status=Assignment.Status.WITHDRAWN)
         .select_related("item", "item__taxonomy_node", "study")
+        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
         .first()
     )
 
@@ -149,6 +150,7 @@ def clinician_assignment(*, user: AbstractBaseUser, handle: str) -> Assignment |
         Assignment.objects.filter(handle=handle, clinician=user)
         .exclude(status=Assignment.Status.WITHDRAWN)
         .select_related("study", "item", "item__taxonomy_node")
+        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
         .first()
     )
 
