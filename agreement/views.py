@@ -164,14 +164,21 @@ def _job_of(study: RatingStudy, job_id: int) -> ReportJob:
 def job(request: HttpRequest, study_id: int, job_id: int) -> HttpResponse:
     """A report being computed: its stage and progress (updated in place by
     report_job.js; without JavaScript the page refreshes itself), or why it failed."""
-    study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
     found = _job_of(study, job_id)
     if found.status == ReportJob.Status.FINISHED and found.snapshot_id:
         return redirect("agreement:report", study_id=study.pk, report_id=found.snapshot_id)
     return render(
         request,
         "agreement/job.html",
-        {"study": study, "job": found, "state": selectors.job_state(found)},
+        {
+            "study": study,
+            "job": found,
+            "state": selectors.job_state(found),
+            "is_coordinator": Role.COORDINATOR in roles,
+        },
     )
 
 

@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from annotation.models import RatingStudy, StudyMembership
-from annotation.selectors import roles_in_study
+from annotation.selectors import study_with_roles
 from annotation.services.membership import acting_roles
 
 Role = StudyMembership.Role
@@ -33,11 +33,8 @@ def get_study_for_user(
     (memberships from before the rule) opens nothing that shows model names or others'
     ratings.
     """
-    study = RatingStudy.objects.filter(pk=study_id).first()
+    study, held = study_with_roles(user=user, study_id=study_id)
     if study is None:
-        raise Http404("No such study.")
-    held = roles_in_study(user=user, study=study)
-    if not held:
         raise Http404("No such study.")
     roles = acting_roles(held)
     if not roles & set(allowed_roles):

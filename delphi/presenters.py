@@ -270,6 +270,35 @@ def messages_of(errors: Sequence[DomainError | str]) -> list[str]:
     return [error.message if isinstance(error, DomainError) else error for error in errors]
 
 
+@dataclass(frozen=True)
+class ErrorLink:
+    """One line of the questionnaire's error summary and the question it is about."""
+
+    text: str
+    anchor: str  # the id of the item's section (or of the comprehensiveness question), or ""
+
+
+COMPREHENSIVENESS_ANCHOR = "comprehensiveness"
+
+
+def error_links(rows: Sequence[ItemRow], errors: Sequence[DomainError | str]) -> list[ErrorLink]:
+    """The error summary: each line links to the question it is about (the item whose row
+    shows it; the comprehensiveness question for its own line), in the order given."""
+    links = []
+    for text in messages_of(errors):
+        anchor = next((f"item-{row.item.pk}" for row in rows if text in row.errors), "")
+        if not anchor and text.startswith("comprehensiveness"):
+            anchor = COMPREHENSIVENESS_ANCHOR
+        links.append(ErrorLink(text=text, anchor=anchor))
+    return links
+
+
+def answered_count(rows: Sequence[ItemRow]) -> int:
+    """Items with a rating or "unable to rate": what "x of n answered" counts (the
+    questionnaire's script counts the same way as the panelist answers)."""
+    return sum(1 for row in rows if row.rating or row.unable)
+
+
 # --------------------------------------------------------------------------- suggestions
 
 

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Max, QuerySet
+from django.db.models import Max, Q, QuerySet
 
 from delphi.models import (
     DelphiStudy,
@@ -27,10 +27,50 @@ def delphi_studies_coordinated_by(*, user: AbstractBaseUser) -> QuerySet[DelphiS
     return DelphiStudy.objects.filter(coordinators__user=user).order_by("-created_at")
 
 
-def delphi_studies_on_panel_of(*, user: AbstractBaseUser) -> QuerySet[DelphiStudy]:
-    return DelphiStudy.objects.filter(
-        panelists__user=user, panelists__withdrawn_at__isnull=True
-    ).order_by("-created_at")
+@dataclass(frozen=True)
+class PanelSeat:
+    """A panel the user sits on, as their home page lists it: the round to answer now (an
+    open round they are on and have not submitted) or the latest round's state."""
+
+    study: DelphiStudy
+    round: Round | None
+    entry: PanelistRound | None
+    answered: int  # items with a rating or "unable to rate" in their draft
+    total: int
+
+    @property
+    def waiting(self) -> bool:
+        return (
+            self.round is not None
+            and self.round.status == Round.Status.OPEN
+            and self.entry is not None
+            and self.entry.status in (PanelistRound.Status.INVITED, PanelistRound.Status.STARTED)
+        )
+
+
+def panel_seats_of(*, user: AbstractBaseUser) -> list[PanelSeat]:
+    """Every panel the user sits on (not withdrawn), waiting rounds first."""
+    seats = []
+    panelists = Panelist.objects.filter(user=user, withdrawn_at__isnull=True).select_related(
+        "study"
+    )
+    for panelist in panelists.order_by("-study__created_at"):
+        round_ = current_round_for_panel(study=panelist.study)
+        entry = panelist_round(panelist=panelist, round_=round_)
+        answered = total = 0
+        if round_ is not None and entry is not None:
+            total = round_.items.count()
+            answered = (
+                Response.objects.filter(panelist=panelist, round_item__round=round_)
+                .filter(Q(rating__isnull=False) | Q(unable_to_rate=True))
+                .count()
+            )
+        seats.append(
+            PanelSeat(
+                study=panelist.study, round=round_, entry=entry, answered=answered, total=total
+            )
+        )
+    return sorted(seats, key=lambda seat: not seat.waiting)
 
 
 def nodes_of_kind(*, version: TaxonomyVersion, kind: str) -> QuerySet[TaxonomyNode]:

@@ -56,6 +56,7 @@ from annotation.selectors.studies import (
     studies_with_any_role,
     study_items,
     study_progress,
+    study_with_roles,
 )
 from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
 
@@ -101,6 +102,7 @@ __all__ = [
     "study_member",
     "study_members",
     "study_progress",
+    "study_with_roles",
     "task_names_for",
     "taxonomy_node_for",
 ]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Case, Count, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
 from annotation.models import Assignment, RatingStudy
 from annotation.selectors.studies import Role, studies_for
@@ -113,9 +114,9 @@ def rater_item(*, assignment: Assignment) -> RaterItem:
     item = assignment.item
     answers = {
         key: {"value": value, "cannot_assess": cannot_assess, "comment": comment}
-        for key, value, cannot_assess, comment in assignment.ratings.values_list(
-            "criterion__key", "value", "cannot_assess", "comment"
-        )
+        for key, value, cannot_assess, comment in assignment.ratings.order_by(
+            "criterion__position"
+        ).values_list("criterion__key", "value", "cannot_assess", "comment")
     }
     return RaterItem(
         handle=assignment.handle,
@@ -139,6 +140,7 @@ def own_assignment(*, study: RatingStudy, user: AbstractBaseUser, handle: str) -
         Assignment.objects.filter(handle=handle, study=study, clinician=user)
         .exclude(status=Assignment.Status.WITHDRAWN)
         .select_related("item", "item__taxonomy_node", "study")
+        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
         .first()
     )
 
@@ -150,6 +152,7 @@ def clinician_assignment(*, user: AbstractBaseUser, handle: str) -> Assignment |
         Assignment.objects.filter(handle=handle, clinician=user)
         .exclude(status=Assignment.Status.WITHDRAWN)
         .select_related("study", "item", "item__taxonomy_node")
+        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
         .first()
     )
 
@@ -203,54 +206,72 @@ class QueuePosition:
     next_unfinished: str | None
 
 
+def _first_handle(queryset: QuerySet[Assignment]) -> Subquery:
+    return Subquery(queryset.values("handle")[:1])
+
+
+def _count(queryset: QuerySet[Assignment]) -> Subquery:
+    """COUNT(*) of a clinician's assignments as a scalar subquery (one group: the clinician)."""
+    grouped = queryset.order_by().values("clinician_id").annotate(n=Count("id")).values("n")
+    return Coalesce(Subquery(grouped[:1]), Value(0))
+
+
 def queue_position(*, assignment: Assignment) -> QueuePosition:
-    """Where an assignment sits in its clinician's queue (a fixed number of queries)."""
+    """Where an assignment sits in its clinician's queue, in one query (scalar subqueries
+    on the clinician's queue index): the rating page is the hot path under load."""
     mine = Assignment.objects.filter(
         study_id=assignment.study_id, clinician_id=assignment.clinician_id
     ).exclude(status=Assignment.Status.WITHDRAWN)
-    counts = mine.aggregate(
-        total=Count("id"),
-        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-        before=Count("id", filter=Q(position__lt=assignment.position)),
-    )
-    previous = (
-        mine.filter(position__lt=assignment.position)
-        .order_by("-position")
-        .values_list("handle", flat=True)
-        .first()
-    )
-    following = (
-        mine.filter(position__gt=assignment.position)
-        .order_by("position")
-        .values_list("handle", flat=True)
-        .first()
-    )
+    position = assignment.position
     unfinished = mine.exclude(status=Assignment.Status.SUBMITTED).exclude(pk=assignment.pk)
-    next_unfinished = (
-        unfinished.filter(position__gt=assignment.position)
-        .order_by("position")
-        .values_list("handle", flat=True)
-        .first()
-        or unfinished.order_by("position").values_list("handle", flat=True).first()
+    row = (
+        Assignment.objects.filter(pk=assignment.pk)
+        .order_by()
+        .annotate(
+            n_total=_count(mine),
+            n_submitted=_count(mine.filter(status=Assignment.Status.SUBMITTED)),
+            n_before=_count(mine.filter(position__lt=position)),
+            previous_handle=_first_handle(mine.filter(position__lt=position).order_by("-position")),
+            next_handle=_first_handle(mine.filter(position__gt=position).order_by("position")),
+            unfinished_after=_first_handle(
+                unfinished.filter(position__gt=position).order_by("position")
+            ),
+            unfinished_first=_first_handle(unfinished.order_by("position")),
+        )
+        .values(
+            "n_total",
+            "n_submitted",
+            "n_before",
+            "previous_handle",
+            "next_handle",
+            "unfinished_after",
+            "unfinished_first",
+        )
+        .get()
     )
     return QueuePosition(
-        index=counts["before"] + 1,
-        total=counts["total"],
-        submitted=counts["submitted"],
-        previous=previous,
-        next=following,
-        next_unfinished=next_unfinished,
+        index=row["n_before"] + 1,
+        total=row["n_total"],
+        submitted=row["n_submitted"],
+        previous=row["previous_handle"],
+        next=row["next_handle"],
+        next_unfinished=row["unfinished_after"] or row["unfinished_first"],
     )
 
 
 def resume_point(*, study: RatingStudy, user: AbstractBaseUser) -> str | None:
     """The handle of the assignment a clinician left off at: a started draft first, else
-    the next unstarted."""
-    mine = Assignment.objects.filter(study=study, clinician=user)
-    for status in (Assignment.Status.IN_PROGRESS, Assignment.Status.PENDING):
-        found = (
-            mine.filter(status=status).order_by("position").values_list("handle", flat=True).first()
+    the next unstarted (one query)."""
+    started_first = Case(
+        When(status=Assignment.Status.IN_PROGRESS, then=Value(0)), default=Value(1)
+    )
+    return (
+        Assignment.objects.filter(
+            study=study,
+            clinician=user,
+            status__in=(Assignment.Status.IN_PROGRESS, Assignment.Status.PENDING),
         )
-        if found is not None:
-            return found
-    return None
+        .order_by(started_first, "position")
+        .values_list("handle", flat=True)
+        .first()
+    )

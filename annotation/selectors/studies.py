@@ -22,6 +22,23 @@ def roles_in_study(*, user: AbstractBaseUser, study: RatingStudy) -> set[str]:
     )
 
 
+def study_with_roles(
+    *, user: AbstractBaseUser, study_id: int
+) -> tuple[RatingStudy | None, set[str]]:
+    """The study and the user's active roles in it, in one query; (None, set()) when the
+    user holds no active role there (or the study does not exist: the same to them)."""
+    if not user.is_authenticated:
+        return None, set()
+    memberships = list(
+        StudyMembership.objects.filter(study_id=study_id, user=user, is_active=True)
+        .select_related("study")
+        .order_by()
+    )
+    if not memberships:
+        return None, set()
+    return memberships[0].study, {m.role for m in memberships}
+
+
 def studies_for(*, user: AbstractBaseUser, role: str) -> QuerySet[RatingStudy]:
     return RatingStudy.objects.filter(
         memberships__user=user, memberships__role=role, memberships__is_active=True

@@ -30,7 +30,7 @@ class CriterionAnswer:
 def _check_answers(
     *, study: RatingStudy, answers: Mapping[str, CriterionAnswer], complete: bool
 ) -> dict[str, RubricCriterion]:
-    criteria = {c.key: c for c in study.criteria.all()}
+    criteria = {c.key: c for c in study.criteria.order_by("position", "id")}
     errors: dict[str, str] = {}
     for key, answer in answers.items():
         criterion = criteria.get(key)
@@ -81,8 +81,9 @@ def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignm
     submit cannot commit after the study was locked."""
     assignment = (
         Assignment.objects.select_for_update(of=("self",))
-        .select_related("study")
+        .select_related("study", "item", "item__taxonomy_node")
         .filter(pk=assignment_id)
+        .order_by()
         .first()
     )
     if assignment is None or assignment.clinician_id != clinician.pk:
@@ -124,7 +125,7 @@ def _write_answers(
     """Create or update the assignment's rating rows (the assignment row is locked, so no
     one else writes them meanwhile; the unique constraint is the last guard). Returns
     (rating, state before, state after) for each answer that changed something."""
-    existing = {r.criterion_id: r for r in Rating.objects.filter(assignment=assignment)}
+    existing = {r.criterion_id: r for r in Rating.objects.filter(assignment=assignment).order_by()}
     changed = []
     to_create = []
     for key, answer in answers.items():

@@ -19,7 +19,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "coordinated_studies": selectors.studies_for(user=user, role=Role.COORDINATOR),
         "researched_studies": selectors.studies_for(user=user, role=Role.RESEARCHER),
         "coordinated_delphi": delphi_selectors.delphi_studies_coordinated_by(user=user),
-        "panel_delphi": delphi_selectors.delphi_studies_on_panel_of(user=user),
+        "panel_seats": delphi_selectors.panel_seats_of(user=user),
     }
     context["has_any_role"] = any(bool(v) for k, v in context.items() if k != "has_any_role")
     return render(request, "annotation/home.html", context)

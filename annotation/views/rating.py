@@ -21,7 +21,7 @@ from annotation.models import Assignment, RatingStudy, RubricCriterion
 def _parse_answers(study: RatingStudy, data) -> dict[str, services.CriterionAnswer]:
     """Read the form: c-<key> (value), c-<key>-na (cannot assess), c-<key>-comment."""
     answers = {}
-    for criterion in study.criteria.all():
+    for criterion in study.criteria.order_by("position", "id"):
         raw = data.get(f"c-{criterion.key}", "").strip()
         cannot = data.get(f"c-{criterion.key}-na") in ("on", "1", "true")
         value: int | None
@@ -105,7 +105,7 @@ def _rating_page(
     each error beside its criterion (400)."""
     errors = errors or {}
     view = selectors.rater_item(assignment=assignment)
-    criteria = list(study.criteria.all())
+    criteria = list(study.criteria.order_by("position", "id"))
     rows = [_criterion_row(c, view.answers.get(c.key, {}), posted, errors) for c in criteria]
     keys = {c.key for c in criteria}
     copy = selectors.case_copy(assignment=assignment)

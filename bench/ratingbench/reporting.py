@@ -58,12 +58,24 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return 1000 * sorted_values[rank - 1]
 
 
+# The target (issue 17): the rating page's and the submit's p95 within this many times the
+# baseline's p95 in the same run, with no error and every accepted rating stored once.
+P95_TARGET_RATIO = 3.0
+TARGET_ENDPOINTS = ("page", "submit")
+
+
 def endpoint_row(
-    ep: Endpoint, elapsed: float, base_p50: float | None, server: list[float] | None
+    ep: Endpoint,
+    elapsed: float,
+    base: tuple[float, float] | None,
+    server: list[float] | None,
 ) -> list[str]:
+    """One table row; `base` is the baseline's (p50, p95), None for the baseline's own row."""
     lat = sorted(ep.latencies)
     p50 = percentile(lat, 50)
-    ratio = f"{p50 / base_p50:.1f}x" if base_p50 else "1.0x (baseline)"
+    p95 = percentile(lat, 95)
+    ratio = f"{p50 / base[0]:.1f}x" if base else "1.0x (baseline)"
+    ratio95 = f"{p95 / base[1]:.1f}x" if base else "1.0x (baseline)"
     srv = sorted(server or [])
     return [
         ep.label,
@@ -76,6 +88,7 @@ def endpoint_row(
         f"{percentile(srv, 50):.1f}" if srv else "-",
         f"{percentile(srv, 95):.1f}" if srv else "-",
         ratio,
+        ratio95,
     ]
 
 
@@ -87,7 +100,24 @@ def report(args: argparse.Namespace, setup: Setup, m: Measured) -> bool:
     print_postgres(m)
     if args.show_queries:
         print_queries(m.queries)
-    return print_integrity(m)
+    intact = print_integrity(m)
+    return print_target(m, intact) and intact
+
+
+def print_target(m: Measured, intact: bool) -> bool:
+    """The target against the baseline of the same run; True when it holds."""
+    base_p95 = percentile(sorted(m.base.endpoints["login"].latencies), 95)
+    ratios = {
+        key: percentile(sorted(m.rate.endpoints[key].latencies), 95) / base_p95
+        for key in TARGET_ENDPOINTS
+    }
+    held = intact and all(r <= P95_TARGET_RATIO for r in ratios.values())
+    print(
+        f"\ntarget: p95 / baseline p95 <= {P95_TARGET_RATIO:g}x for the rating page "
+        f"({ratios['page']:.2f}x) and the submit ({ratios['submit']:.2f}x), no error, every "
+        f"accepted rating stored once -> {'HOLDS' if held else 'MISSED'}"
+    )
+    return held
 
 
 def print_header(args: argparse.Namespace, setup: Setup, m: Measured) -> None:
@@ -142,12 +172,13 @@ def print_header(args: argparse.Namespace, setup: Setup, m: Measured) -> None:
 def print_latencies(base: Phase, rate: Phase) -> Endpoint:
     """The table per endpoint; returns the rating phase's requests as one endpoint."""
     base_ep = base.endpoints["login"]
-    base_p50 = percentile(sorted(base_ep.latencies), 50)
+    base_sorted = sorted(base_ep.latencies)
+    base_p = (percentile(base_sorted, 50), percentile(base_sorted, 95))
     header = ["endpoint", "requests", "errors", "p50 ms", "p95 ms", "p99 ms", "req/s"]
-    header += ["in-worker p50", "in-worker p95", "p50 / baseline p50"]
+    header += ["in-worker p50", "in-worker p95", "p50 / baseline p50", "p95 / baseline p95"]
     rows = [endpoint_row(base_ep, base.elapsed, None, base.server.get("login"))]
     rows += [
-        endpoint_row(ep, rate.elapsed, base_p50, rate.server.get(key))
+        endpoint_row(ep, rate.elapsed, base_p, rate.server.get(key))
         for key, ep in rate.endpoints.items()
     ]
     all_rate = Endpoint("rating phase, all requests")
@@ -155,7 +186,7 @@ def print_latencies(base: Phase, rate: Phase) -> Endpoint:
         all_rate.latencies += ep.latencies
         all_rate.errors += ep.errors
     all_server = [t for k, v in rate.server.items() if k != "other" for t in v]
-    rows.append(endpoint_row(all_rate, rate.elapsed, base_p50, all_server))
+    rows.append(endpoint_row(all_rate, rate.elapsed, base_p, all_server))
     print_table(header, rows)
     print(
         "(latencies in ms; p50/p95/p99 as the client saw them, queueing included; in-worker: "

@@ -105,7 +105,8 @@ def _pct(part: int, whole: int) -> float | None:
 def flow_rows(data: StudyData) -> list[dict[str, Any]]:
     """Per round and group (the whole panel first): who was invited, submitted, did not
     respond, withdrew, is still pending (open round), the response rate (submitted /
-    invited) and attrition: the share of round-1 respondents who did not submit this round."""
+    invited) and attrition: the share of round-1 respondents who did not submit this round.
+    A round still open has no attrition yet (None): its panelists can still submit."""
     by_round: dict[int, list[PanelistRound]] = defaultdict(list)
     for entry in data.entries:
         by_round[entry.round.number].append(entry)
@@ -135,6 +136,7 @@ def _flow_row(
     submitted = {e.panelist_id for e in mine if e.status == PanelistRound.Status.SUBMITTED}
     baseline = {pk for pk in first if in_group(pk)}
     retained = len(baseline & submitted)
+    still_open = round_.status == Round.Status.OPEN
     return {
         "round": round_.number,
         "round_status": round_.status,
@@ -147,7 +149,9 @@ def _flow_row(
         "response_rate_pct": _pct(len(submitted), len(mine)),
         "round_1_respondents": len(baseline),
         "retained_from_round_1": retained,
-        "attrition_vs_round_1_pct": _pct(len(baseline) - retained, len(baseline)),
+        "attrition_vs_round_1_pct": None
+        if still_open
+        else _pct(len(baseline) - retained, len(baseline)),
     }
 
 

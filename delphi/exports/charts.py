@@ -19,6 +19,7 @@ from delphi import stats
 from delphi.consensus import OUTCOME_COLOURS, OUTCOME_ORDER
 from delphi.exports.data import WHOLE_PANEL, StudyData
 from delphi.models import Round, RoundItemStatistics
+from delphi.stats import display
 from medhelm_site.common.figures import figure_text
 
 # matplotlib subsets fonts with fontTools, which logs every table of every font at INFO:
@@ -34,6 +35,7 @@ RC = {
     "pdf.fonttype": 42,
 }
 ITEMS_PER_FIGURE = 8
+LABEL_CHARS, LABEL_LINES, LABEL_FONT, MIN_LABEL_FONT = 26, 3, 7.0, 4.5
 DASH = "\u2013"
 BOX = {"boxstyle": "round,pad=0.4", "facecolor": "#eef3fb", "edgecolor": "#1f5fbf"}
 SIDE_BOX = {"boxstyle": "round,pad=0.4", "facecolor": "#fff4e5", "edgecolor": "#a35b00"}
@@ -96,7 +98,9 @@ def _flow_round(ax: Axes, row: Mapping[str, Any], previous_y: float, y: float) -
     lost = [f"did not respond: {row['non_responders']}", f"withdrew: {row['withdrawn']}"]
     if row["pending"]:
         lost.append(f"not submitted yet: {row['pending']}")
-    if row["round"] > 1:
+    if row["round"] > 1 and row["attrition_vs_round_1_pct"] is None:
+        lost.append("attrition vs round 1: not final (round open)")
+    elif row["round"] > 1:
         lost.append(f"attrition vs round 1: {fmt(row['attrition_vs_round_1_pct'])}%")
     side = FancyArrowPatch(
         (5.3, y), (6.35, y), arrowstyle="-|>", mutation_scale=10, color="#a35b00"
@@ -161,6 +165,16 @@ def histogram_figures(data: StudyData) -> list[Figure]:
     ]
 
 
+def _label_lines(name: str) -> tuple[list[str], float]:
+    """An item's name for the small multiples, whole (never cut): past three lines the type
+    gets smaller and the lines longer, down to MIN_LABEL_FONT."""
+    lines = textwrap.wrap(name, LABEL_CHARS) or [""]
+    if len(lines) <= LABEL_LINES:
+        return lines, LABEL_FONT
+    size = max(MIN_LABEL_FONT, LABEL_FONT * LABEL_LINES / len(lines))
+    return textwrap.wrap(name, int(LABEL_CHARS * LABEL_FONT / size)), size
+
+
 def _histogram_figure(data: StudyData, analysed: list[Round], chunk: list[str]) -> Figure:
     width = LABEL_W + CELL_W * len(analysed) + 0.15
     height = TOP_H + (CELL_H + HEAD_H) * len(chunk) + BOTTOM_H
@@ -183,10 +197,15 @@ def _histogram_figure(data: StudyData, analysed: list[Round], chunk: list[str]) 
             if (r.number, identity) in data.item_at
         ][-1]
         bottom = height - TOP_H - (row + 1) * (CELL_H + HEAD_H)
-        label = textwrap.fill(latest.name, 26, max_lines=3, placeholder="…")
+        lines, size = _label_lines(latest.name)
         y = (bottom + CELL_H / 2) / height
         fig.text(
-            (LABEL_W - 0.1) / width, y, figure_text(label), ha="right", va="center", fontsize=7
+            (LABEL_W - 0.1) / width,
+            y,
+            figure_text("\n".join(lines)),
+            ha="right",
+            va="center",
+            fontsize=size,
         )
         for column, round_ in enumerate(analysed):
             left = LABEL_W + CELL_W * column + 0.12
@@ -226,7 +245,7 @@ def _histogram(ax: Axes, statistics: RoundItemStatistics, version: int) -> None:
     ax.spines[["top", "right"]].set_visible(False)
     title = (
         f"v{version} \u00b7 n {statistics.n_rated} \u00b7 median "
-        f"{fmt(statistics.median)} \u00b7 {outcome_words(statistics.outcome)}"
+        f"{display.stat_number(statistics.median)} \u00b7 {outcome_words(statistics.outcome)}"
     )
     colour = OUTCOME_COLOURS.get(statistics.outcome, "black")
     ax.set_title(title, loc="left", fontsize=5.5, pad=2, color=colour)

@@ -168,7 +168,8 @@ def _response(whole: list[dict[str, Any]]) -> str:
     return (
         "; ".join(
             f"round {row['round']}: {row['submitted']}/{row['invited']} submitted "
-            f"({_num(row['response_rate_pct'])}%)"
+            f"({_num(row['response_rate_pct'])}%"
+            f"{', so far: the round is open' if row['round_status'] == 'open' else ''})"
             for row in whole
         )
         or "no round opened yet"
@@ -177,15 +178,23 @@ def _response(whole: list[dict[str, Any]]) -> str:
 
 def _attrition(whole: list[dict[str, Any]]) -> str:
     return (
-        "; ".join(
-            f"round {row['round']}: {row['retained_from_round_1']} of "
-            f"{row['round_1_respondents']} round-1 respondents submitted "
-            f"(attrition {_num(row['attrition_vs_round_1_pct'])}%), "
-            f"{row['withdrawn']} withdrew, {row['non_responders']} did not respond"
-            for row in whole
-            if row["round"] > 1
-        )
+        "; ".join(_attrition_of(row) for row in whole if row["round"] > 1)
         or "only one round so far"
+    )
+
+
+def _attrition_of(row: dict[str, Any]) -> str:
+    if row["attrition_vs_round_1_pct"] is None:  # the round is still open
+        return (
+            f"round {row['round']}: still open, {row['retained_from_round_1']} of "
+            f"{row['round_1_respondents']} round-1 respondents submitted so far, "
+            f"{row['pending']} not yet (attrition not final)"
+        )
+    return (
+        f"round {row['round']}: {row['retained_from_round_1']} of "
+        f"{row['round_1_respondents']} round-1 respondents submitted "
+        f"(attrition {_num(row['attrition_vs_round_1_pct'])}%), "
+        f"{row['withdrawn']} withdrew, {row['non_responders']} did not respond"
     )
 
 

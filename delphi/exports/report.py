@@ -42,6 +42,7 @@ from delphi.exports.protocol_text import protocol_text
 from delphi.exports.report_text import LINE_WIDTH, LINES_PER_PAGE, report_lines
 from delphi.exports.tables import change_rows, item_rows
 from delphi.models import PanelistRound, Round, RoundItem
+from delphi.stats import display
 from medhelm_site.common.figures import figure_svg, text_page
 
 PAGE = (8.27, 11.69)  # A4 portrait, inches
@@ -72,6 +73,7 @@ def report_context(data: StudyData, *, charts: bool = True) -> dict[str, Any]:
         "stability": stability_rows(data),
         "stability_method": stability_method(),
         "quantile_method": stats.describe_quantile_method(data.quantile_method),
+        "rounding_rule": display.ROUNDING_RULE,
         "final_taxonomy": _final_taxonomy(data),
         "finished_reason": study.finished_reason,
         "checklist": [
@@ -200,9 +202,7 @@ def _round_item(data: StudyData, item: RoundItem, groups: list[dict[str, str]]) 
         "version": item.item_version,
         "change_note": item.change_note,
         "stats": row,
-        "iqr_text": f"{fmt(row.q1)}{DASH}{fmt(row.q3)} ({fmt(row.iqr)})"
-        if row is not None and row.q1 is not None
-        else DASH,
+        "iqr_text": display.iqr_text(row.q1, row.q3) if row is not None else DASH,
         "outcome": outcome_words(row.outcome) if row is not None else "not analysed",
         "outcome_key": row.outcome if row is not None else "",
         "groups": groups,
@@ -233,7 +233,7 @@ def _group_summary(data: StudyData, item_pk: int) -> tuple[list[dict[str, str]],
         shown.append(
             {
                 "group": group,
-                "text": f"{outcome_words(row.outcome)}, median {fmt(row.median)}, "
+                "text": f"{outcome_words(row.outcome)}, median {display.stat_number(row.median)}, "
                 f"{fmt(row.pct_high)}% 7-9, n {row.n_rated}",
             }
         )

@@ -4,10 +4,12 @@ from the same context as the HTML page (`report.report_context`)."""
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from delphi.exports.charts import DASH, fmt
+from delphi.stats import display
 from medhelm_site.common.figures import wrap_line
 
 LINES_PER_PAGE = 84
@@ -24,12 +26,23 @@ def _wrap(text: str, indent: int = 2) -> list[str]:
 def _table(
     rows: Sequence[Sequence[Any]], header: Sequence[str], widths: Sequence[int]
 ) -> list[str]:
-    def line(cells: Sequence[Any]) -> str:
-        cells_text = " ".join(f"{str(c)[:w]:<{w}}" for c, w in zip(cells, widths, strict=True))
-        return "  " + cells_text.rstrip()
+    """A monospaced table; a cell longer than its column wraps onto further lines of its row
+    (never cut: an item's name is printed whole)."""
+
+    def lines(cells: Sequence[Any]) -> list[str]:
+        wrapped = [
+            textwrap.wrap(re.sub(r"\s", " ", str(c)), w, break_on_hyphens=False) or [""]
+            for c, w in zip(cells, widths, strict=True)
+        ]
+        out = []
+        for i in range(max(len(parts) for parts in wrapped)):
+            parts = [p[i] if i < len(p) else "" for p in wrapped]
+            text = " ".join(f"{part:<{w}}" for part, w in zip(parts, widths, strict=True))
+            out.append("  " + text.rstrip())
+        return out
 
     rule = "  " + "-" * min(LINE_WIDTH - 2, sum(widths) + len(widths) - 1)
-    return [line(header), rule, *(line(r) for r in rows)]
+    return [*lines(header), rule, *(line for r in rows for line in lines(r))]
 
 
 def report_lines(context: Mapping[str, Any]) -> list[str]:
@@ -42,7 +55,11 @@ def report_lines(context: Mapping[str, Any]) -> list[str]:
         *_protocol(context),
         *_panel(context["panel"]),
         *_flow(context["flow"]),
-        *(line for round_ in context["rounds"] for line in _round(round_)),
+        *(
+            line
+            for round_ in context["rounds"]
+            for line in _round(round_, context["quantile_method"])
+        ),
         *_changes(context["changes"]),
         *_stability(context),
         *_final(context),
@@ -106,7 +123,9 @@ def _flow(flow: Sequence[Mapping[str, Any]]) -> list[str]:
             r["withdrawn"],
             r["pending"],
             fmt(r["response_rate_pct"]),
-            fmt(r["attrition_vs_round_1_pct"]),
+            "open"
+            if r["round_status"] == "open" and r["round"] > 1
+            else fmt(r["attrition_vs_round_1_pct"]),
         ]
         for r in flow
     ]
@@ -124,7 +143,7 @@ def _round_row(item: Mapping[str, Any]) -> list[Any]:
         item["kind"][:4],
         item["version"],
         row.n_rated if row else DASH,
-        fmt(row.median) if row else DASH,
+        display.stat_number(row.median) if row else DASH,
         item["iqr_text"],
         fmt(row.pct_low) if row else DASH,
         fmt(row.pct_high) if row else DASH,
@@ -132,8 +151,9 @@ def _round_row(item: Mapping[str, Any]) -> list[Any]:
     ]
 
 
-def _round(round_: Mapping[str, Any]) -> list[str]:
+def _round(round_: Mapping[str, Any], quantile_method: str) -> list[str]:
     lines = ["", f"4.{round_['number']} Round {round_['number']} ({round_['status']})"]
+    lines += _wrap(f"Statistics of the whole panel; {quantile_method}. {display.ROUNDING_RULE}")
     lines += _table([_round_row(i) for i in round_["items"]], ROUND_HEADER, ROUND_WIDTHS)
     for item in round_["items"]:
         for group in item["groups"]:
@@ -149,7 +169,7 @@ def _round(round_: Mapping[str, Any]) -> list[str]:
     if summary:
         lines += _wrap(
             f"Comprehensiveness (1-5): n {summary.n}, mean {fmt(summary.mean, 2)}, "
-            f"SD {fmt(summary.sd, 2)}, median {fmt(summary.median)}; "
+            f"SD {fmt(summary.sd, 2)}, median {display.stat_number(summary.median)}; "
             f"{round_['comprehensiveness_counts']}"
         )
     return lines

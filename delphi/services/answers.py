@@ -23,6 +23,7 @@ from delphi.models import (
     TaxonomyNode,
 )
 from delphi.selectors import placement_categories
+from delphi.stats import display
 from medhelm_site.common.text_limits import check_json_text, checked_text, column_max_length
 
 ANSWER_KEYS = {"rating", "unable", "placement_agrees", "placement_choice", "comment", "reason"}
@@ -258,7 +259,7 @@ def missing_answers(*, panelist: Panelist, round_: Round) -> list[str]:
             if outside and not response.reason_outside_iqr:
                 problems.append(
                     f"{item.name}: your rating {response.rating} is outside the panel's "
-                    f"IQR ({iqr[0]:g}-{iqr[1]:g}); give a reason"
+                    f"IQR {display.iqr_text(iqr[0], iqr[1])}; give a reason"
                 )
     if questions["comprehensiveness"]:
         entry = PanelistRound.objects.filter(panelist=panelist, round=round_).first()

@@ -10,6 +10,7 @@ already reduces the panel to statistics and sorted comments) or from the panelis
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -24,6 +25,7 @@ from delphi.access import get_panelist_for_user
 from delphi.forms import questionnaire_answers, suggestion_details
 from delphi.models import DelphiStudy, Panelist, PanelistRound, Round, Suggestion, TaxonomyNode
 from delphi.services import DelphiError
+from delphi.stats import display
 from medhelm_site.common.errors import DomainError
 
 # Statuses in which a panelist still answers the open round.
@@ -39,6 +41,11 @@ def _is_open_for(round_: Round | None, entry: PanelistRound | None) -> bool:
 
 
 # --------------------------------------------------------------------------- rendering
+
+
+def _saved_at(updated_at_ms: int) -> datetime | None:
+    """When the server last kept an answer of this draft (None: nothing saved yet)."""
+    return datetime.fromtimestamp(updated_at_ms / 1000, tz=UTC) if updated_at_ms else None
 
 
 def _render_questionnaire(
@@ -65,6 +72,7 @@ def _render_questionnaire(
         errors=errors,
     )
     items = [row.item for row in rows]
+    updated_at_ms = selectors.draft_version_ms(panelist=panelist, round_=round_)
     if posted is not None:
         comprehensiveness = posted.get("comprehensiveness", "")
     else:
@@ -83,10 +91,13 @@ def _render_questionnaire(
         "categories": [item for item in items if item.kind == "category"],
         "comprehensiveness": comprehensiveness,
         "comprehensiveness_points": range(1, 6),
-        "errors": presenters.messages_of(errors),
+        "errors": presenters.error_links(rows, errors),
+        "answered": presenters.answered_count(rows),
+        "saved_at": _saved_at(updated_at_ms),
+        "rounding_rule": display.ROUNDING_RULE,
         "has_feedback": any(row.feedback for row in rows),
         "storage_key": _storage_key(panelist, round_),
-        "updated_at_ms": selectors.draft_version_ms(panelist=panelist, round_=round_),
+        "updated_at_ms": updated_at_ms,
         "suggestion_kinds": Suggestion.Kind.choices,
         "node_kinds": TaxonomyNode.Kind.choices,
         "suggestion_targets": items,

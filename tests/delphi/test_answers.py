@@ -286,7 +286,9 @@ def test_reason_needed_only_for_a_rating_outside_the_previous_iqr():
             comprehensiveness=4,
         )
 
-    with pytest.raises(DelphiError, match=r"rating 3 is outside the panel's IQR \(3\.5-8\.75\)"):
+    with pytest.raises(
+        DelphiError, match=r"rating 3 is outside the panel's IQR 3\.5\u20138\.75 \(5\.25\)"
+    ):
         submit(built.panelists[0], {"rating": 3})
     with pytest.raises(DelphiError, match=r"rating 9 is outside"):
         submit(built.panelists[1], {"rating": 9})

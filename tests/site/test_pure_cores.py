@@ -11,6 +11,7 @@ PURE_MODULES = [
     "agreement.stats",
     "delphi.consensus",
     "delphi.stats",
+    "delphi.stats.display",
     "delphi.suggestions",
     "medhelm_site.common.csv_export",
     "medhelm_site.common.errors",

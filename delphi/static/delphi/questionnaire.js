@@ -135,9 +135,31 @@
     return { body: body, empty: !Object.keys(answers).length && !("comprehensiveness" in body) };
   }
 
+  // Times in the site's stated zone (base.html), as the server writes them: "2026-12-05 16:18 UTC".
   function savedAt(iso) {
     const d = new Date(iso);
-    return isNaN(d) ? "" : " at " + d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    if (isNaN(d)) return "";
+    const zone = document.documentElement.dataset.timeZone || "UTC";
+    try {
+      const parts = {};
+      new Intl.DateTimeFormat("en-GB", {
+        timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short",
+      }).formatToParts(d).forEach((p) => { parts[p.type] = p.value; });
+      return " " + parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute + " " + parts.timeZoneName;
+    } catch (e) {
+      return " " + d.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+    }
+  }
+
+  // "x of n answered": an item with a rating or "unable to rate", as the server counts it.
+  const answeredCount = document.getElementById("answered-count");
+  function updateAnswered() {
+    if (!answeredCount) return;
+    answeredCount.textContent = String(sections.filter((s) => {
+      const a = answerOf(s);
+      return a.rating !== null || a.unable;
+    }).length);
   }
 
   function saveDraft(keepalive) {
@@ -194,6 +216,7 @@
       }
       updateReason(section);
     }
+    updateAnswered();
     remember();
     show("Unsaved changes");
     scheduleSave(event.type === "input" ? 800 : 300);
@@ -207,12 +230,18 @@
     if (stored && String(stored.base) !== form.dataset.updated) forget(); // the server moved on
     else if (stored && stored.state) {
       apply(stored.state);
+      updateAnswered();
       localVersion += 1;
       show("Restored answers kept in this browser; saving…");
       scheduleSave(50);
     }
   } catch (e) { forget(); }
   sections.forEach(updateReason);
+  updateAnswered();
+
+  // A refused submission: the summary takes the focus, each line links to its question.
+  const summary = document.getElementById("errors");
+  if (summary) summary.focus();
 
   form.addEventListener("submit", () => {
     // The post carries every answer; the page it leads to settles the local copy (a newer
