@@ -27,13 +27,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOTS = "/tmp/medhelm-axe"
 
-# Pages owned by other branches of issue 17: an axe failure there that comes from their own
-# templates is theirs to fix (xfail, not strict, so a fix there does not break this run).
-COORD_BRANCH = (
-    "i17-coord owns the jury run page: jury/run.html refreshes itself with <meta "
-    "http-equiv=refresh> while a run is queued or running (axe meta-refresh, critical)"
-)
-
 
 # --------------------------------------------------------------------------- routes
 
@@ -73,6 +66,9 @@ LEFT_OUT = {
     "agreement:recompute": "POST only (an action on the report page)",
     "agreement:export": "a file download (CSV, JSON, PDF, figures), not a page",
     "agreement:job-status": "JSON polled by the job page, not a page",
+    "agreement:figure": "a figure file download (SVG, PDF, PNG), not a page",
+    "agreement:scores": "a score table download (CSV, Parquet, Markdown dictionary), not a page",
+    "jury:run-status": "JSON polled by the jury run page, not a page",
     "delphi:protocol_taxonomy": "POST only (a form on the protocol page)",
     "delphi:protocol_lock": "POST only (a form on the protocol page)",
     "delphi:panelist_renew": "POST only (a form on the panel page)",
@@ -228,7 +224,6 @@ class Visit:
     route: str
     role: str  # "anonymous" or a World.user role
     kwargs: Callable[[World], dict[str, Any]] = lambda w: {}
-    owner: str = ""  # another branch owning the page's own template (xfail, not strict)
     status: int = 200  # what the page answers
 
     @property
@@ -309,7 +304,11 @@ PAGES = [
         "jury:run",
         "coordinator",
         lambda w: {"study_id": w.rating.study.pk, "run_id": w.jury_run.pk},
-        owner=COORD_BRANCH,
+    ),
+    Visit(
+        "annotation:item",
+        "coordinator",
+        lambda w: {"study_id": w.rating.study.pk, "item_id": w.rating.items[0].pk},
     ),
     Visit("jury:prompt", "coordinator", _study),
     Visit(
@@ -367,15 +366,7 @@ def world(transactional_db) -> World:
     return World()
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(p, id=p.id, marks=[pytest.mark.xfail(strict=False, reason=p.owner)])
-        if p.owner
-        else pytest.param(p, id=p.id)
-        for p in PAGES
-    ],
-)
+@pytest.mark.parametrize("case", [pytest.param(p, id=p.id) for p in PAGES])
 def test_page_has_no_serious_or_critical_axe_violations(
     live_server, page: Page, world: World, case: Visit, request: pytest.FixtureRequest
 ):
