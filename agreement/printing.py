@@ -1,7 +1,8 @@
 """The report's PDF: the report page's own template (agreement/report.html) rendered under a
 print base (agreement/print_base.html: no site chrome, the print style sheet inline) around
 the page's stored body, and typeset by WeasyPrint, so the PDF shows what the page shows,
-columns added to the page included."""
+columns added to the page included; the body's figures (<img> of the stored SVG files) are
+read from storage, drawn as vectors."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from functools import cache
 
 from django.contrib.staticfiles import finders
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from agreement import presenters
+from agreement import plots, presenters
 from agreement.models import ReportSnapshot
 from agreement.renderings.pdf import html_pdf
 
@@ -47,6 +49,29 @@ def report_html(snapshot: ReportSnapshot, body: bytes) -> str:
     )
 
 
+def figure_files(snapshot: ReportSnapshot) -> dict[str, tuple[bytes, str]]:
+    """The page's figures as the PDF reads them: each figure's URL on the page -> its stored
+    SVG file (vector), for every figure the report has data for."""
+    # imported here: the renderings registry names export_pdf, which calls this module
+    from agreement.services.renderings import figure_file_of, page_figures
+
+    media_type = plots.FIGURE_FORMATS["svg"][0]
+    files: dict[str, tuple[bytes, str]] = {}
+    for figure in page_figures(snapshot):
+        content = figure_file_of(snapshot, figure["key"], "svg")
+        if content is not None:
+            url = reverse(
+                "agreement:figure", args=(snapshot.study_id, snapshot.pk, figure["key"], "svg")
+            )
+            files[url] = (content, media_type)
+    return files
+
+
 def report_pdf(snapshot: ReportSnapshot, body: bytes) -> bytes:
-    """The report as a PDF typeset from its page."""
-    return html_pdf(report_html(snapshot, body), title=snapshot.title or f"Report {snapshot.pk}")
+    """The report as a PDF typeset from its page, its figures read from their stored SVG
+    files (nothing else outside the HTML is read)."""
+    return html_pdf(
+        report_html(snapshot, body),
+        title=snapshot.title or f"Report {snapshot.pk}",
+        files=figure_files(snapshot),
+    )

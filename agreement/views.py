@@ -1,5 +1,6 @@
 """Agreement report pages: a study's reports with the "compute a new report" form, one report
-(server-rendered; plots as inline SVG; one vendored script for the copy button), its exports
+(server-rendered; plots as <img> of their stored SVG files; one vendored script for the
+copy button), its exports
 and recomputation.
 
 Readers of the study (coordinators and researchers) only: 404 for non-members, 403 for
@@ -226,8 +227,9 @@ def _with_stored_body(
     request: HttpRequest, template: str, context: dict[str, Any], body: bytes
 ) -> HttpResponse:
     """The page rendered around a stored body, the body's bytes put in as they are: a
-    MedHELM-sized body is a megabyte (tables and inline SVG), and passing it through the
-    template would decode, join and encode it again on every open."""
+    MedHELM-sized body is a few hundred kilobytes of tables (the figures are <img> of their
+    stored files), and passing it through the template would decode, join and encode it
+    again on every open."""
     page = render_to_string(template, {**context, "body": mark_safe(BODY_MARK)}, request=request)
     head, mark, tail = page.encode().partition(BODY_MARK.encode())
     if not mark:
@@ -295,7 +297,8 @@ def report_figure(
     request: HttpRequest, study_id: int, report_id: int, key: str, fmt: str
 ) -> HttpResponse:
     study, _ = get_study_for_user(user=request.user, study_id=study_id, allowed_roles=STUDY_READERS)
-    return figure_response(_snapshot_of(study, report_id), key, fmt)
+    # the results are read (deferred) only where the figure files are not stored yet
+    return figure_response(_snapshot_of(study, report_id, with_results=False), key, fmt)
 
 
 @login_required

@@ -1,8 +1,10 @@
 """Report figures, drawn from a snapshot's stored results (never the ratings), so a report
 reopened later draws exactly the numbers it was computed with.
 
-- :func:`svg_figures`: inline SVG for the report page (text kept as text: searchable, light);
-  the PDF is typeset from that page (agreement.printing), so it draws the same SVG.
+- :func:`svg_figures`: each figure's title, one-line description (the page's text
+  alternative), natural size and SVG (text kept as text), or the reason it has none; the page
+  shows each figure as an image of its stored SVG file, and the PDF, typeset from that page
+  (agreement.printing), draws the same file as vectors.
 - :func:`figure_file`: one figure as a file for a paper (SVG, PDF, 300-dpi PNG);
   :func:`figure_files`: all of them in every format at once.
 """

@@ -230,19 +230,42 @@ def figures(results: Mapping[str, Any]) -> list[tuple[str, str, Figure | None, s
     ]
 
 
-def svg_figures(results: Mapping[str, Any]) -> list[dict[str, str | None]]:
-    """[{key, title, svg or None, note}] for the report page."""
+#: What each figure shows, in one line: the page's text alternative for it, after its title.
+DESCRIPTIONS = {
+    "scatter": "each item's jury composite score against its clinician mean composite score, "
+    "one point per item coloured by category, with the line y = x",
+    "bland_altman": "the difference between each item's jury z-score and clinician mean "
+    "z-score against their mean, with the mean difference and the limits of agreement "
+    "(mean difference plus or minus 1.96 SD)",
+    "forest": "every Table 2 ICC with its interval, one line per category or benchmark and "
+    "one colour per machine rater, with the Koo & Li cuts 0.5, 0.75 and 0.9",
+    "heatmap": "the ICC of every pair of clinicians on the items they share, coloured from "
+    "-1 to 1, grey where a pair shares no items",
+}
+#: CSS pixels per inch (an SVG drawn at its natural size: matplotlib writes it in points).
+CSS_PX_PER_INCH = 96
+
+
+def svg_figures(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """[{key, title, description, svg or None, note, width, height}] for the report page
+    (width and height: the figure's natural size in CSS pixels, None without a figure)."""
     with matplotlib.rc_context(RC):
         figs = figures(results)
-    return [
-        {
-            "key": key,
-            "title": title,
-            "svg": figure_svg(fig, rc=RC) if fig else None,
-            "note": None if fig else note,
-        }
-        for key, title, fig, note in figs
-    ]
+    out: list[dict[str, Any]] = []
+    for key, title, fig, note in figs:
+        size = fig.get_size_inches() * CSS_PX_PER_INCH if fig else (None, None)
+        out.append(
+            {
+                "key": key,
+                "title": title,
+                "description": DESCRIPTIONS[key],
+                "svg": figure_svg(fig, rc=RC) if fig else None,
+                "note": None if fig else note,
+                "width": round(size[0]) if fig else None,
+                "height": round(size[1]) if fig else None,
+            }
+        )
+    return out
 
 
 #: What each figure file is written as: format -> (media type, savefig options).

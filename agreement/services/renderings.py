@@ -147,7 +147,8 @@ def figure_file_of(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None
 
 
 def page_figures(snapshot: ReportSnapshot) -> list[dict[str, str | None]]:
-    """The report page's figures (inline SVG), from storage."""
+    """The report page's figures (key, title, description, size, SVG or the reason there is
+    none), from storage; the page shows each as an image of its stored SVG file."""
     content, _ = rendering_of(snapshot, "figures")
     return json.loads(content)
 

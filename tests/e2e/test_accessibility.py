@@ -366,6 +366,16 @@ def world(transactional_db) -> World:
     return World()
 
 
+#: Every image of the page loaded (lazy ones too); the addresses of those that did not load.
+LOAD_IMAGES = """async () => {
+  const images = [...document.images];
+  images.forEach((i) => { i.loading = "eager"; });
+  await Promise.all(images.map((i) => i.complete ? null
+    : new Promise((done) => { i.addEventListener("load", done); i.addEventListener("error", done); })));
+  return images.filter((i) => !i.naturalWidth).map((i) => i.src);
+}"""
+
+
 @pytest.mark.parametrize("case", [pytest.param(p, id=p.id) for p in PAGES])
 def test_page_has_no_serious_or_critical_axe_violations(
     live_server, page: Page, world: World, case: Visit, request: pytest.FixtureRequest
@@ -376,5 +386,9 @@ def test_page_has_no_serious_or_critical_axe_violations(
     response = page.goto(url)
     assert response is not None and response.status == case.status, f"{url}: {response.status}"
     page.wait_for_load_state("networkidle")
+    # lazy images (the report's figures) load as a reader scrolls to them: load them all now,
+    # so that the full-page screenshot shows them; none may be broken
+    broken = page.evaluate(LOAD_IMAGES)
+    assert not broken, f"{url}: images that do not load: {broken}"
     page.screenshot(path=f"{SCREENSHOTS}/{_slug(request.node.callspec.id)}.png", full_page=True)
     assert_accessible(page, case.id)

@@ -62,6 +62,14 @@ def test_a_researcher_computes_a_report_in_the_background_and_opens_it(
         "pdf",
         "figures",
     }
+    # the stored page draws its figures from the figure files the job stored
+    image = page.get_by_test_id("plot-image-scatter")
+    image.scroll_into_view_if_needed()
+    image.evaluate("e => e.complete ? null : new Promise(r => e.addEventListener('load', r))")
+    assert image.evaluate("e => e.naturalWidth") > 100
+    stored_svg = ReportRendering.objects.get(snapshot=job.snapshot, kind="figure:scatter.svg")
+    shown = page.request.get(live_server.url + image.get_attribute("src"))
+    assert shown.ok and shown.body() == bytes(stored_svg.content)
     for fmt, start in (("pdf", b"%PDF"), ("csv", b"report,section")):
         response = page.request.get(
             f"{live_server.url}/studies/{built.study.pk}/agreement/{job.snapshot_id}/report.{fmt}"

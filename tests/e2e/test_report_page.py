@@ -64,6 +64,32 @@ def test_report_page_shows_alpha_compositions_and_status(live_server, browser, t
     panel = page.locator("[data-testid=status-panel]")
     assert panel.is_visible() and "llama-judge" in panel.inner_text()
     assert "Computed on:" in page.locator("[data-testid=computed-on]").inner_text()
+    # the figures are images of the stored SVG files: each one loads and is drawn, with a
+    # text alternative naming it; its URL answers the stored bytes as SVG
+    figures = {f["key"]: f for f in services.page_figures(snap)}
+    drawn = [key for key, f in figures.items() if f["svg"]]
+    assert drawn
+    for key, figure in figures.items():
+        block = page.get_by_test_id(f"plot-{key}")
+        if not figure["svg"]:
+            assert f"No plot: {figure['note']}" in block.inner_text()
+            continue
+        image = page.get_by_test_id(f"plot-image-{key}")
+        image.scroll_into_view_if_needed()
+        image.evaluate("e => e.complete ? null : new Promise(r => e.addEventListener('load', r))")
+        assert image.evaluate("e => e.naturalWidth") > 100, key
+        assert image.bounding_box()["height"] > 100, key
+        assert image.get_attribute("alt").startswith(f"{figure['title']}, "), key
+        response = page.request.get(live_server.url + image.get_attribute("src"))
+        assert response.ok and response.headers["content-type"] == "image/svg+xml"
+        assert response.body() == services.export_figure(snap, key, "svg")
+    page.get_by_test_id("plots").screenshot(
+        path=str(
+            Path(os.environ.get("REPORT_SCREENSHOT", tmp_path / "report.png")).with_name(
+                "report-plots.png"
+            )
+        )
+    )
     out = Path(os.environ.get("REPORT_SCREENSHOT", tmp_path / "report.png"))
     page.screenshot(path=str(out), full_page=True)
     assert out.stat().st_size > 10_000

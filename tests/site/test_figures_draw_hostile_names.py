@@ -96,7 +96,12 @@ def test_a_stored_agreement_report_with_hostile_names_renders_everywhere(db, cli
     page = client.get(f"/studies/{study}/agreement/{report}/")
     assert page.status_code == 200
     html = page.content.decode()
-    assert len(re.findall(r"<svg\b", html)) == 4, "every figure is drawn on the page"
+    # every figure is on the page as an image of its stored SVG file, which answers
+    images = re.findall(r'<img class="plot-image" src="([^"]+\.svg)"', html)
+    assert len(images) == 4, "every figure is drawn on the page"
+    for src in images:
+        svg = client.get(src)
+        assert svg.status_code == 200 and svg["Content-Type"] == "image/svg+xml", src
     assert "Costs $5 vs $10" in html and "中文" in html
     _assert_pdf(client.get(f"/studies/{study}/agreement/{report}/report.pdf").content, "page pdf")
     assert client.get(f"/studies/{study}/agreement/{report}/report.json").status_code == 200

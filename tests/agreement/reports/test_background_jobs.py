@@ -97,8 +97,12 @@ def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, c
     client.force_login(built.members.researcher)
     base = f"/studies/{built.study.pk}/agreement/{snapshot.pk}/"
     page = client.get(base)
-    assert page.status_code == 200 and b"<svg" in page.content
+    assert page.status_code == 200 and b"<svg" not in page.content
     assert stored["page"].decode() in page.content.decode()
+    # its figures are images of the stored SVG files
+    for figure in json.loads(stored["figures"]):
+        src = f'src="{base}figures/{figure["key"]}.svg"'.encode()
+        assert (src in page.content) == (figure["svg"] is not None), figure["key"]
     for fmt in ("csv", "json", "pdf", "tex", "md"):
         response = client.get(f"{base}report.{fmt}")
         assert response.status_code == 200 and response.content == stored[fmt]
@@ -112,6 +116,7 @@ def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, c
                 assert response.status_code == 404 and kept == b""
             else:
                 assert response.status_code == 200 and response.content == kept
+                assert response["Content-Type"] == plots.FIGURE_FORMATS[fmt][0]
 
 
 def test_a_snapshot_without_stored_renderings_gets_them_on_first_use(built, client):
@@ -122,7 +127,13 @@ def test_a_snapshot_without_stored_renderings_gets_them_on_first_use(built, clie
     pdf = client.get(f"/studies/{built.study.pk}/agreement/{snapshot.pk}/report.pdf")
     assert pdf.content.startswith(b"%PDF")
     kinds = set(ReportRendering.objects.filter(snapshot=snapshot).values_list("kind", flat=True))
-    assert kinds == {"figures", "page", "pdf"}
+    # the PDF read its figures from their files, so those were stored too
+    figure_files = {
+        f"figure:{key}.{fmt}"
+        for key in ("scatter", "bland_altman", "forest", "heatmap")
+        for fmt in plots.FIGURE_FORMATS
+    }
+    assert kinds == {"figures", "page", "pdf"} | figure_files
 
 
 def test_a_job_that_cannot_be_computed_fails_with_the_reason(built, monkeypatch):

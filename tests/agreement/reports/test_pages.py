@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from django.utils.html import escape as html_escape
+
 from agreement import analysis, plots, services
 from agreement.models import ReportSnapshot
 from annotation.models import Item
@@ -51,7 +53,9 @@ SECTIONS = (
 )
 
 
-def test_the_report_page_has_every_section_and_inline_plots(built, client):
+def test_the_report_page_has_every_section_and_its_plots_as_images_of_the_stored_files(
+    built, client
+):
     snap = services.create_snapshot(
         study=built.study, actor=built.members.coordinator, parameters=PARAMS
     )
@@ -59,14 +63,26 @@ def test_the_report_page_has_every_section_and_inline_plots(built, client):
     html = client.get(f"/studies/{built.study.pk}/agreement/{snap.pk}/").content.decode()
     for testid in SECTIONS:
         assert f'data-testid="{testid}"' in html, testid
+    assert "<svg" not in html  # the page carries no figure itself: it stays small
+    svgs = {}
     for key in ("scatter", "bland_altman", "forest", "heatmap"):
         block = re.search(rf'data-testid="plot-{key}".*?</figure>', html, re.S).group(0)
-        assert "<svg" in block, key
+        img = re.search(r"<img [^>]*>", block).group(0)
+        src = re.search(r'src="([^"]+)"', img).group(1)
+        assert src == f"/studies/{built.study.pk}/agreement/{snap.pk}/figures/{key}.svg", key
+        alt = re.search(r'alt="([^"]+)"', img).group(1)
+        title = next(f["title"] for f in plots.svg_figures(snap.results) if f["key"] == key)
+        assert alt.startswith(html_escape(title) + ", ") and len(alt) > len(title) + 20, alt
+        assert re.search(r'width="\d+" height="\d+"', img) and 'loading="lazy"' in img, img
+        image = client.get(src)
+        assert image.status_code == 200 and image["Content-Type"] == "image/svg+xml"
+        assert image.content == services.export_figure(snap, key, "svg")
+        svgs[key] = image.content.decode()
     # server-rendered: the one script is the vendored copy button (the paragraph it copies
     # is on the page without it), none inline
     assert re.findall(r"<script[^>]*>", html) == ['<script src="/static/agreement/copy_text.js">']
     assert "bootstrap over items, BCa" in html and "seed 5" in html
-    assert "R01" in html  # clinicians by pseudonym in the heat map
+    assert "R01" in svgs["heatmap"]  # clinicians by pseudonym in the heat map
     cell = next(
         c for c in snap.results["cells"] if c["column"] == "jury" and c["row"] == analysis.ROW_ALL
     )

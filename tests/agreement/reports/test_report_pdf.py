@@ -6,9 +6,11 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 from pypdf import PdfReader
 
 from agreement import plots, services
+from agreement.renderings.pdf import PdfFetchError, html_pdf
 from tests.support.pdf import pdf_pages
 
 PARAMS = {"n_resamples": 60, "seed": 5}
@@ -71,3 +73,20 @@ def test_the_pdf_fetches_nothing_a_name_points_to(built, tmp_path):
     text = " ".join(pdf_pages(services.export_pdf(snap)))
     assert "top secret contents" not in text
     assert f'<img src="file://{secret}">' in text  # escaped: shown as the name it is
+
+
+def test_the_pdf_reads_the_figure_files_it_is_given_and_nothing_else(tmp_path):
+    svg = (
+        b'<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40">'
+        b'<text x="5" y="20">drawn from the given file</text></svg>'
+    )
+    given = {"/studies/1/agreement/2/figures/scatter.svg": (svg, "image/svg+xml")}
+    html = '<p>Before</p><img src="/studies/1/agreement/2/figures/scatter.svg" alt="a figure">'
+    text = " ".join(pdf_pages(html_pdf(html, title="t", files=given)))
+    assert "drawn from the given file" in text  # the SVG as vector text, not a picture
+    # a figure it was not given, or any other URL, stops the PDF: no gap in it
+    secret = tmp_path / "secret.svg"
+    secret.write_bytes(svg)
+    for src in ("/studies/1/agreement/2/figures/forest.svg", f"file://{secret}"):
+        with pytest.raises(PdfFetchError, match="names files it was not given"):
+            html_pdf(f'<img src="{src}" alt="x">', title="t", files=given)
