@@ -16,6 +16,7 @@ urlpatterns = [
     path("", views.reports, name="reports"),
     path("<int:report_id>/", views.report, name="report"),
     path("<int:report_id>/recompute/", views.recompute, name="recompute"),
+    path("<int:report_id>/machine-status/", views.machine_status, name="machine-status"),
     path("<int:report_id>/report.<str:fmt>", views.report_export, name="export"),
     path("<int:report_id>/figures/<slug:key>.<str:fmt>", views.report_figure, name="figure"),
     path("<int:report_id>/scores/<str:fmt>/", views.report_scores, name="scores"),

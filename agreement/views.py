@@ -207,7 +207,6 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
     context = {
         **presenters.header_context(study=study, snapshot=snapshot),
         "is_coordinator": Role.COORDINATOR in roles,
-        "input_status": input_status(study=study),
     }
     return _with_stored_body(
         request, "agreement/report.html", context, services.page_body(snapshot)
@@ -216,6 +215,26 @@ def report(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
 
 #: Download file names: Table 2's files are named for it, the rest for the report.
 EXPORT_NAMES = {"tex": "table2", "md": "table2"}
+
+
+@login_required
+def machine_status(request: HttpRequest, study_id: int, report_id: int) -> HttpResponse:
+    """Where the study's judge calls and metrics stand now, as the HTML the report page puts
+    in its status panel once it has opened: counting them reads every score of a large
+    study, so the stored report does not wait for it (agreement/machine_status.js)."""
+    study, roles = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
+    )
+    _snapshot_of(study, report_id, with_results=False)  # 404 for another study's report
+    return render(
+        request,
+        "agreement/_input_status.html",
+        {
+            "study": study,
+            "status": input_status(study=study),
+            "is_coordinator": Role.COORDINATOR in roles,
+        },
+    )
 
 
 #: Where the stored body goes in the rendered page. A comment the template writes itself:

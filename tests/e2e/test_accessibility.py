@@ -66,6 +66,8 @@ LEFT_OUT = {
     "agreement:recompute": "POST only (an action on the report page)",
     "agreement:export": "a file download (CSV, JSON, PDF, figures), not a page",
     "agreement:job-status": "JSON polled by the job page, not a page",
+    "agreement:machine-status": "an HTML fragment the report page fetches into its status "
+    "panel (checked there, inside the report page)",
     "agreement:figure": "a figure file download (SVG, PDF, PNG), not a page",
     "agreement:scores": "a score table download (CSV, Parquet, Markdown dictionary), not a page",
     "jury:run-status": "JSON polled by the jury run page, not a page",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from playwright.sync_api import expect
 
 from agreement import services
 from jury.models import Judge, JudgeScore
@@ -62,7 +63,7 @@ def test_report_page_shows_alpha_compositions_and_status(live_server, browser, t
     assert composition.is_visible()
     assert "jury without llama-judge" in composition.inner_text()
     panel = page.locator("[data-testid=status-panel]")
-    assert panel.is_visible() and "llama-judge" in panel.inner_text()
+    expect(panel.get_by_test_id("input-status")).to_contain_text("llama-judge")
     assert "Computed on:" in page.locator("[data-testid=computed-on]").inner_text()
     # the figures are images of the stored SVG files: each one loads and is drawn, with a
     # text alternative naming it; its URL answers the stored bytes as SVG

@@ -59,6 +59,12 @@ def test_incomplete_inputs_need_a_confirmation_then_the_report_says_so(built, cl
     page = client.get(reverse("agreement:report", args=[built.study.pk, snap.pk]))
     assert b"incomplete when computed" in page.content
     assert b'data-testid="status-panel"' in page.content
+    # the panel's content is read after the stored page opened, from its own address
+    status_url = reverse("agreement:machine-status", args=[built.study.pk, snap.pk])
+    assert status_url.encode() in page.content
+    panel = client.get(status_url)
+    assert panel.status_code == 200 and b'data-testid="input-status"' in panel.content
+    assert b"gpt-judge" in panel.content and b"Incomplete:" in panel.content
     assert reverse("jury:runs", args=[built.study.pk]).encode() in page.content
     recompute = reverse("agreement:recompute", args=[built.study.pk, snap.pk])
     client.post(recompute)

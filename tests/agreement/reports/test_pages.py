@@ -78,9 +78,12 @@ def test_the_report_page_has_every_section_and_its_plots_as_images_of_the_stored
         assert image.status_code == 200 and image["Content-Type"] == "image/svg+xml"
         assert image.content == services.export_figure(snap, key, "svg")
         svgs[key] = image.content.decode()
-    # server-rendered: the one script is the vendored copy button (the paragraph it copies
-    # is on the page without it), none inline
-    assert re.findall(r"<script[^>]*>", html) == ['<script src="/static/agreement/copy_text.js">']
+    # server-rendered: the scripts are the copy button (the paragraph it copies is on the
+    # page without it) and the status panel's reader (a link without it), none inline
+    assert re.findall(r"<script[^>]*>", html) == [
+        '<script src="/static/agreement/copy_text.js">',
+        '<script src="/static/agreement/machine_status.js">',
+    ]
     assert "bootstrap over items, BCa" in html and "seed 5" in html
     assert "R01" in svgs["heatmap"]  # clinicians by pseudonym in the heat map
     cell = next(
