@@ -557,6 +557,8 @@ def bench(args: argparse.Namespace) -> int:
     if args.reuse:
         data_dir = Path(args.reuse).resolve()
         env = bench_env(data_dir)
+        # the static files of the code being measured (the folder may be another version's)
+        run_step([PYTHON, "manage.py", "collectstatic", "--noinput"], env, "collectstatic")
         state, _ = internal_step("state", {}, env)
         return serve_and_open(args, env, data_dir, state)
     data_dir = Path(tempfile.mkdtemp(prefix="bench_reports_"))
