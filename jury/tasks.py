@@ -15,6 +15,7 @@ from jury import task_names
 from jury.execution import execute_call, execute_calls
 from jury.execution.sweep import sweep_calls
 from jury.helm_verdicts import HelmVerdictReport, import_helm_verdicts
+from jury.metric_jobs import run_metric_job
 from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
 from jury.providers.local_models import LocalModelMissing
@@ -95,14 +96,24 @@ def _not_imported(report: HelmVerdictReport, shown: int = 5) -> str:
 
 @shared_task(name=task_names.COMPUTE_METRICS, bind=True, acks_late=True, max_retries=3)
 def compute_metrics_task(
-    self, study_id: int, metrics: list[str] | None = None, item_ids: list[int] | None = None
+    self,
+    study_id: int,
+    metrics: list[str] | None = None,
+    item_ids: list[int] | None = None,
+    job_id: int | None = None,
 ) -> dict[str, object]:
-    """Score a study's items with the automatic metrics (jury.metric_services).
+    """Score a study's items with the automatic metrics (jury.metric_services); with a
+    `job_id`, as that job (jury.metric_jobs), which the pages show as it goes and ends.
 
     Safe to deliver twice or retry: items the scorer already scored are skipped, and each
     batch is written as it is scored, so a retry resumes where a lost worker stopped. A lost
     database connection is retried; a missing package or model is reported, not retried.
     """
+    if job_id is not None:
+        try:
+            return run_metric_job(job_id)
+        except (OperationalError, InterfaceError) as exc:  # the job stays active for the retry
+            raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
     study = RatingStudy.objects.filter(pk=study_id).first()
     if study is None:
         return {"study": study_id, "status": "missing"}
