@@ -150,3 +150,28 @@ def test_bad_input_names_the_field(call, field: str) -> None:
         call()
     assert info.value.field == field
     assert str(info.value).startswith(field)
+
+
+def test_difference_n_is_conservative_on_shared_items() -> None:
+    # jury and clinicians rate the same items (shared item effects): the two ICC estimates are
+    # positively correlated, so the independent-variance n gives more power than planned
+    # (measured 0.868 with this seed; 1000 studies, Monte Carlo SE ~ 0.011)
+    rho_low, d, k_low, k_high = 0.5, 0.2, 2, 3
+    n = difference_items(rho_low, d, k_low=k_low, k_high=k_high).n_items
+    rng = np.random.default_rng(8)
+
+    def var(rho: float, k: int) -> float:
+        return 2 * (1 - rho) ** 2 * (1 + (k - 1) * rho) ** 2 / (k * (k - 1) * (n - 1))
+
+    def icc1(values: np.ndarray) -> float:
+        return icc(values).get("ICC(1,1)").icc
+
+    reps, hits = 1000, 0
+    for _ in range(reps):
+        items = rng.normal(0, 1, (n, 1))
+        low = icc1(items + rng.normal(0, math.sqrt((1 - rho_low) / rho_low), (n, k_low)))
+        high_rho = rho_low + d
+        high = icc1(items + rng.normal(0, math.sqrt((1 - high_rho) / high_rho), (n, k_high)))
+        z = (high - low) / math.sqrt(var(low, k_low) + var(high, k_high))
+        hits += z > stats.norm.ppf(0.95)
+    assert hits / reps >= 0.82
