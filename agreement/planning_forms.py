@@ -7,7 +7,7 @@ from __future__ import annotations
 from django import forms
 
 from agreement.stats.icc_forms import FORMS
-from agreement.stats.planning_sim import MAX_STUDIES
+from agreement.stats.planning_sim import MAX_STUDIES, MEDHELM_PAIRS
 
 TAILS = [(1, "One-sided (ICC above the null)"), (2, "Two-sided")]
 
@@ -82,9 +82,14 @@ class SimulationForm(forms.Form):
     )
     form = forms.ChoiceField(
         label="ICC form",
-        choices=[(f, f) for f in FORMS],
+        choices=[(f, f) for f in FORMS]
+        + [(MEDHELM_PAIRS, "MedHELM: mean ICC(3,2) over clinician pairs (k = 2)")],
         initial="ICC(1,1)",
-        help_text="Incomplete designs (k < R): ICC(1,1) or ICC(1,k) only.",
+        help_text=(
+            "Incomplete designs (k < R): ICC(1,1), ICC(1,k) or MedHELM's clinician pairs, "
+            "which has no per-study interval (the report bootstraps it): the spread of its "
+            "estimates is shown instead."
+        ),
     )
     confidence = _prob("Confidence level", 0.95)
     n_studies = forms.IntegerField(

@@ -5,9 +5,13 @@ each rated by ``raters_per_item`` of ``n_raters`` raters (drawn at random per it
 than all), is simulated ``n_studies`` times, seeded, and each simulated study goes through the
 study's own ICC code: :func:`agreement.stats.icc.icc` (complete designs, any of the six
 forms) or :func:`agreement.stats.icc_oneway.icc_oneway_unbalanced` (incomplete designs, the
-one-way ICC(1) / ICC(1,k0) with its F interval: the interval the code has for them). What
-comes back is the distribution of the interval widths and of the point estimates, and how
-often the interval covered the ICC the components imply.
+one-way ICC(1) / ICC(1,k0) with its F interval: the interval the code has for them), or,
+for ``form="MedHELM pairs"``, :func:`agreement.stats.medhelm.clinician_pairwise` (MedHELM's
+mean ICC(3,2) over clinician pairs on within-rater z-scores). What comes back is the
+distribution of the interval widths and of the point estimates, and how often the interval
+covered the ICC the components imply. The MedHELM statistic has no closed-form interval (the
+report bootstraps items), so for it only the spread of the estimates is reported: the
+2.5th-97.5th percentile range across simulated studies is what a 95% interval estimates.
 
 Model: value = item effect + rater effect + error, all normal with mean 0.
 """
@@ -24,12 +28,14 @@ import pandas as pd
 from .icc import icc
 from .icc_forms import FORMS, canonical_form
 from .icc_oneway import icc_oneway_unbalanced
+from .medhelm import clinician_pairwise
 from .planning import PlanningInputError
 
 #: Upper bounds that keep one simulation within seconds (the page and the task share them).
 MAX_STUDIES = 5000
 MAX_RATINGS_PER_STUDY = 200_000
 ONE_WAY_FORMS = ("ICC(1,1)", "ICC(1,k)")
+MEDHELM_PAIRS = "MedHELM pairs"
 
 
 @dataclass(frozen=True)
@@ -61,13 +67,14 @@ class SimulationResult:
     true_icc: float
     n_done: int
     n_undefined: int  # studies whose estimate or interval was not finite (e.g. all equal)
-    width_median: float
-    width_p90: float
-    width_mean: float
+    width_median: float | None  # None: the estimator has no per-study interval
+    width_p90: float | None
+    width_mean: float | None
     icc_median: float
     icc_p05: float
     icc_p95: float
-    coverage: float
+    coverage: float | None
+    estimate_range95: float  # 97.5th minus 2.5th percentile of the estimates
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
@@ -109,6 +116,12 @@ def validate(spec: DesignSpec) -> str:
         )
     if not isinstance(spec.confidence, (int, float)) or not 0.5 <= spec.confidence < 1:
         raise PlanningInputError("confidence", f"must be in [0.5, 1), got {spec.confidence!r}")
+    if spec.form == MEDHELM_PAIRS:
+        if spec.raters_per_item != 2:
+            raise PlanningInputError(
+                "raters_per_item", "MedHELM's clinician pairs need exactly 2 raters per item"
+            )
+        return MEDHELM_PAIRS
     try:
         form = canonical_form(spec.form)
     except (KeyError, ValueError) as exc:
@@ -119,7 +132,8 @@ def validate(spec: DesignSpec) -> str:
         raise PlanningInputError(
             "form",
             f"an incomplete design (each item rated by {spec.raters_per_item} of "
-            f"{spec.n_raters} raters) has an interval only for {' or '.join(ONE_WAY_FORMS)}",
+            f"{spec.n_raters} raters) has an interval only for {' or '.join(ONE_WAY_FORMS)} "
+            f"(or use {MEDHELM_PAIRS!r})",
         )
     return form
 
@@ -128,6 +142,8 @@ def true_icc(spec: DesignSpec, form: str) -> float:
     """The ICC the variance components imply for ``form`` (k = raters per item)."""
     si, sr, se = spec.item_sd**2, spec.rater_sd**2, spec.error_sd**2
     k = spec.raters_per_item
+    if form == MEDHELM_PAIRS:  # ICC(3,2) of a pair, raters' means removed by the z-scores
+        return si / (si + se / 2)
     noise = se if form in ("ICC(C,1)", "ICC(C,k)") else sr + se
     single = si / (si + noise)
     if form.endswith("k)"):
@@ -139,7 +155,7 @@ def _one_study(spec: DesignSpec, form: str, rng: np.random.Generator) -> tuple[f
     n, k, r = spec.n_items, spec.raters_per_item, spec.n_raters
     items = rng.normal(0.0, spec.item_sd, n)
     raters = rng.normal(0.0, spec.rater_sd, r)
-    if spec.complete:
+    if spec.complete and form != MEDHELM_PAIRS:
         values = items[:, None] + raters[None, :] + rng.normal(0.0, spec.error_sd, (n, k))
         est = icc(values, confidence=spec.confidence).get(form)
         return est.icc, est.ci_low, est.ci_high
@@ -149,6 +165,14 @@ def _one_study(spec: DesignSpec, form: str, rng: np.random.Generator) -> tuple[f
     table = pd.DataFrame(
         {"item": np.repeat(np.arange(n), k), "rater": who.ravel(), "value": values.ravel()}
     )
+    if form == MEDHELM_PAIRS:
+        table["criterion"] = "composite"
+        table["rater_kind"] = "clinician"
+        try:
+            mean = clinician_pairwise(table, on_degenerate="drop").mean_icc
+        except ValueError:  # no pair shares 2 items with a defined ICC
+            mean = float("nan")
+        return mean, float("nan"), float("nan")
     one = icc_oneway_unbalanced(table, confidence=spec.confidence)
     if form == "ICC(1,1)":
         return one.icc, one.ci_low, one.ci_high
@@ -177,30 +201,38 @@ def simulate_design(
                 progress(i + 1, spec.n_studies)
     if progress is not None and spec.n_studies % progress_every:
         progress(spec.n_studies, spec.n_studies)
-    ok = np.isfinite(points) & np.isfinite(lows) & np.isfinite(highs)
+    has_interval = form != MEDHELM_PAIRS
+    ok = np.isfinite(points)
+    if has_interval:
+        ok &= np.isfinite(lows) & np.isfinite(highs)
     if not ok.any():
-        raise PlanningInputError("n_items", "no simulated study gave a finite ICC and interval")
+        raise PlanningInputError("n_items", "no simulated study gave a finite estimate")
     widths = highs[ok] - lows[ok]
     est = points[ok]
     covered = (lows[ok] <= target) & (target <= highs[ok])
-    estimator = (
-        f"agreement.stats.icc, {form}, F interval"
-        if spec.complete
-        else f"agreement.stats.icc_oneway_unbalanced, {form} (k0), F interval"
-    )
+    if not has_interval:
+        estimator = (
+            "agreement.stats.medhelm.clinician_pairwise, mean ICC(3,2) over clinician pairs "
+            "on within-rater z-scores (no per-study interval: the report bootstraps items)"
+        )
+    elif spec.complete:
+        estimator = f"agreement.stats.icc, {form}, F interval"
+    else:
+        estimator = f"agreement.stats.icc_oneway_unbalanced, {form} (k0), F interval"
     return SimulationResult(
         spec=spec,
         estimator=estimator,
         true_icc=float(target),
         n_done=spec.n_studies,
         n_undefined=int((~ok).sum()),
-        width_median=float(np.median(widths)),
-        width_p90=float(np.quantile(widths, 0.9)),
-        width_mean=float(widths.mean()),
+        width_median=float(np.median(widths)) if has_interval else None,
+        width_p90=float(np.quantile(widths, 0.9)) if has_interval else None,
+        width_mean=float(widths.mean()) if has_interval else None,
         icc_median=float(np.median(est)),
         icc_p05=float(np.quantile(est, 0.05)),
         icc_p95=float(np.quantile(est, 0.95)),
-        coverage=float(covered.mean()),
+        coverage=float(covered.mean()) if has_interval else None,
+        estimate_range95=float(np.quantile(est, 0.975) - np.quantile(est, 0.025)),
     )
 
 

@@ -120,15 +120,19 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"  estimator: {result['estimator']}")
         self.stdout.write(f"  implied ICC: {result['true_icc']:.4f}")
-        self.stdout.write(
-            f"  interval width: median {result['width_median']:.4f}, "
-            f"90th percentile {result['width_p90']:.4f}, mean {result['width_mean']:.4f}"
-        )
+        if result["width_median"] is None:
+            self.stdout.write("  no per-study interval (the report bootstraps this statistic)")
+        else:
+            self.stdout.write(
+                f"  interval width: median {result['width_median']:.4f}, "
+                f"90th percentile {result['width_p90']:.4f}, mean {result['width_mean']:.4f}"
+            )
         self.stdout.write(
             f"  ICC estimates: median {result['icc_median']:.4f} "
             f"(5th-95th percentile {result['icc_p05']:.4f} to {result['icc_p95']:.4f})"
         )
+        coverage = "n/a" if result["coverage"] is None else f"{result['coverage']:.3f}"
         self.stdout.write(
-            f"  coverage {result['coverage']:.3f}; undefined {result['n_undefined']}; "
-            f"{result['seconds']} s"
+            f"  estimates' 2.5th-97.5th percentile range {result['estimate_range95']:.4f}; "
+            f"coverage {coverage}; undefined {result['n_undefined']}; {result['seconds']} s"
         )

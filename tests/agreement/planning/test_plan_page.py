@@ -220,3 +220,12 @@ def test_a_task_no_worker_takes_is_reported_lost(built, monkeypatch):
     )
     body = _client(built.coordinator).get(url + "?queued=1000").json()
     assert body["state"] == "lost" and "worker" in body["reason"]
+
+
+def test_simulation_of_medhelm_pairs_shows_the_spread(built, settings):
+    settings.AGREEMENT_REPORTS_IN_BACKGROUND = False
+    query = SIM | {"simulation-form": "MedHELM pairs", "simulation-n_studies": 20}
+    html = _client(built.coordinator).get(_url(built, **query)).content.decode()
+    assert 'data-testid="simulation-range"' in html
+    assert 'data-testid="simulation-median"' not in html
+    assert "clinician_pairwise" in html

@@ -75,3 +75,27 @@ def test_bad_spec_names_the_field(changes: dict, field: str) -> None:
     with pytest.raises(PlanningInputError) as info:
         simulate_design(DesignSpec(**(base | changes)))
     assert info.value.field == field
+
+
+def test_medhelm_pairs_spread_and_sparse_designs() -> None:
+    # MedHELM's mean ICC(3,2) over clinician pairs: no per-study interval, the spread of its
+    # estimates instead. Dense (4 clinicians, ~33 shared items a pair) it centres near the
+    # ICC(3,2) the components imply; sparse (8 clinicians, ~7 shared items a pair) the mean over
+    # pairs spreads far wider, which is what a planner needs to see.
+    dense = simulate_design(
+        DesignSpec(1.0, 0.4, 0.8, 200, 2, 4, form="MedHELM pairs", n_studies=60, seed=1)
+    )
+    assert dense.width_median is None and dense.coverage is None
+    assert "clinician_pairwise" in dense.estimator
+    assert dense.true_icc == pytest.approx(1 / (1 + 0.64 / 2))
+    assert dense.icc_median == pytest.approx(dense.true_icc, abs=0.05)
+    sparse = simulate_design(
+        DesignSpec(1.0, 0.4, 0.8, 200, 2, 8, form="MedHELM pairs", n_studies=60, seed=1)
+    )
+    assert sparse.estimate_range95 > 3 * dense.estimate_range95
+
+
+def test_medhelm_pairs_need_two_raters_per_item() -> None:
+    with pytest.raises(PlanningInputError) as info:
+        simulate_design(DesignSpec(1.0, 0.0, 1.0, 30, 3, 6, form="MedHELM pairs"))
+    assert info.value.field == "raters_per_item"
