@@ -92,6 +92,7 @@ def plan_simulation(request: HttpRequest, study_id: int, task_id: str) -> HttpRe
     status = _status(request, study, task_id)
     context = {
         "study": study,
+        "task_id": task_id,
         "status": status,
         "simulation": status.get("result"),
         "is_coordinator": "coordinator" in roles,

@@ -52,3 +52,57 @@ def test_coordinator_plans_the_sample(live_server, page, settings):
     expect(result).to_contain_text("icc_oneway_unbalanced")
     median = float(page.get_by_test_id("simulation-median").inner_text())
     assert 0 < median < 1
+
+
+def test_a_queued_simulation_shows_progress_then_its_result(
+    live_server, page, settings, monkeypatch
+):
+    # the worker's side is faked in the live server's process (a real worker runs in
+    # tests/agreement/planning/test_simulation_worker.py): the page polls the status and,
+    # once the task has ended, shows the result
+    from types import SimpleNamespace
+
+    from agreement.services import planning
+
+    settings.AGREEMENT_REPORTS_IN_BACKGROUND = True
+    built = make_study_with_members(n_items=2, n_clinicians=3, k=3)
+    monkeypatch.setattr(
+        planning.current_app, "send_task", lambda name, kwargs: SimpleNamespace(id="t-1")
+    )
+    spec = planning.design_spec(
+        {
+            "item_sd": 1.0,
+            "rater_sd": 0.3,
+            "error_sd": 0.7,
+            "n_items": 40,
+            "raters_per_item": 3,
+            "n_raters": 3,
+            "form": "ICC(1,1)",
+            "confidence": 0.95,
+            "n_studies": 30,
+            "seed": 1,
+        }
+    )
+    result = planning.run_simulation(spec, study_id=built.study.pk)
+    calls = {"n": 0}
+
+    def async_result(task_id, app):
+        calls["n"] += 1
+        if calls["n"] <= 3:
+            meta = {"study_id": built.study.pk, "done": 10 * calls["n"], "total": 30}
+            return SimpleNamespace(state="PROGRESS", info=meta, result=None)
+        return SimpleNamespace(state="SUCCESS", result=result, info=None)
+
+    monkeypatch.setattr(planning, "AsyncResult", async_result)
+    log_in(page, live_server, built.coordinator.username)
+    page.goto(f"{live_server.url}/studies/{built.study.pk}/agreement/plan/")
+    sim = page.get_by_test_id("plan-simulation")
+    sim.get_by_label("Raters in the study (R)").fill("3")
+    sim.get_by_label("Raters per item (k)").fill("3")
+    sim.get_by_role("button", name="Simulate").click()
+    page.get_by_role("link", name="follow its progress and see its result").click()
+    expect(page.get_by_test_id("simulation-progress")).to_contain_text("of 30 studies")
+    assert_accessible(page, "a running simulation")
+    expect(page.get_by_test_id("simulation-result")).to_be_visible(timeout=15000)
+    expect(page.get_by_test_id("simulation-median")).to_have_text(f"{result['width_median']:.3f}")
+    expect(page.get_by_test_id("simulation-status")).to_have_attribute("data-state", "finished")
