@@ -322,6 +322,10 @@ class ImportJob(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
 
+    class OnBadRun(models.TextChoices):
+        REFUSE = "refuse", "Refuse the whole suite"
+        SKIP = "skip", "Skip the bad run, import the others"
+
     study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="import_jobs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
@@ -340,6 +344,13 @@ class ImportJob(models.Model):
     errors = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A HELM suite (many runs in one upload, imports.suite): what to do with a bad run, how
+    # many runs there are, how many were checked and finished, and one summary per run.
+    on_bad_run = models.CharField(max_length=8, choices=OnBadRun.choices, default=OnBadRun.REFUSE)
+    runs_total = models.PositiveIntegerField(default=0)
+    runs_checked = models.PositiveIntegerField(default=0)
+    runs_done = models.PositiveIntegerField(default=0)
+    run_summaries = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -63,20 +63,27 @@ def read_helm_run(source: HelmSource, *, name_hint: str = "", label: str = "") -
     if files.error or files.scenario_state is None:
         problem = RowError("file", files.error or "no scenario_state.json", -1)
         return HelmRun(None, problems=(problem,))
+    return run_from_files(
+        scenario_state=files.scenario_state, run_spec=files.run_spec, run_name=files.run_name
+    )
+
+
+def run_from_files(*, scenario_state: bytes, run_spec: bytes | None, run_name: str) -> HelmRun:
+    """A run from the bytes of its scenario_state.json and run_spec.json (None: absent)."""
     problems: list[RowError] = []
-    run_spec = None
-    if files.run_spec is not None:
-        run_spec, problem = _load_json(files.run_spec, "run_spec.json")
+    spec = None
+    if run_spec is not None:
+        spec, problem = _load_json(run_spec, "run_spec.json")
         if problem:
             problems.append(RowError("run_spec.json", problem, -1))
-    state, problem = _load_json(files.scenario_state, "scenario_state.json")
+    state, problem = _load_json(scenario_state, "scenario_state.json")
     states = _dig(state, "request_states")
     if not problem and not isinstance(states, list):
         problem = "'request_states' must be a list"
     if problem:
         problems.append(RowError("scenario_state.json", problem, -1))
         states = None
-    return HelmRun(states, run_spec, files.run_name, tuple(problems))
+    return HelmRun(states, spec, run_name, tuple(problems))
 
 
 def parse_helm_run(source: HelmSource, *, name_hint: str = "", label: str = "") -> ParsedImport:
