@@ -7,10 +7,10 @@ format name), uploads (the size limit, where uploads are kept and when they go),
 (start, run, save), after_import (the steps after a succeeded import) and progress.
 """
 
+from annotation.imports.archive import ZIP_MAGIC
 from annotation.imports.csvfile import parse_csv
 from annotation.imports.formats import FORMATS, parse
 from annotation.imports.helm import (
-    ZIP_MAGIC,
     HelmRun,
     HelmSource,
     helm_benchmark_name,
