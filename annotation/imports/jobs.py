@@ -41,6 +41,7 @@ from annotation.imports.job_state import fingerprints as _fingerprints
 from annotation.imports.job_state import finish_failed as _finish_failed
 from annotation.imports.job_state import item_keys as _item_keys
 from annotation.imports.job_state import late_conflicts as _late_conflicts
+from annotation.imports.placement import place_by_benchmark
 from annotation.imports.progress import FINISHED, stored_messages
 from annotation.imports.rows import ParsedImport, RowError
 from annotation.imports.suite_jobs import run_suite_job, stored_suite
@@ -254,6 +255,8 @@ def _run(job: ImportJob, on_progress: ProgressCallback | None, *, inline: bool) 
         # Nothing to import is a mistake to report, not "0 items imported".
         reason = f"the file {job.source_name} holds no {_RECORDS[job.file_format]}"
         return _finish_failed(job, [RowError("file", reason)], parsed.warnings)
+    if job.file_format == "helm":
+        place_by_benchmark(parsed, task_names_for(study=study))
     job.total_rows = parsed.total
     job.save(update_fields=["total_rows"])
     if on_progress is not None:

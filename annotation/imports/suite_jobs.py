@@ -28,6 +28,7 @@ from django.utils import timezone
 from annotation.imports.after_import import run_after_import_steps
 from annotation.imports.helm import helm_benchmark_name, helm_rows
 from annotation.imports.job_state import LOCKED, Key, fingerprints, item_keys, late_conflicts
+from annotation.imports.placement import place_by_benchmark
 from annotation.imports.progress import stored_messages
 from annotation.imports.rows import ParsedImport, RowError
 from annotation.imports.suite import SuiteZip, open_suite
@@ -157,6 +158,7 @@ class _SuiteRunner:
     def _check(self, folder: str, seen: dict[Key, str]) -> _Run:
         helm_run = self.suite.read_run(folder)
         parsed = helm_rows(helm_run)
+        place_by_benchmark(parsed, self.task_names)
         label = helm_run.label or folder
         existing = fingerprints(
             study=self.study, keys={row.key for row in parsed.rows} & self.known
