@@ -99,6 +99,14 @@ class ImportForm(forms.Form):
         help_text="For a zip of several HELM runs: refuse the whole suite, or skip the bad run "
         "(it is named, with its problems) and import the others.",
     )
+    helm_completions = forms.ChoiceField(
+        choices=ImportJob.Completions.choices,
+        initial=ImportJob.Completions.FIRST,
+        required=False,  # absent: first
+        label="HELM requests with several completions",
+        help_text="When a HELM run asked for several completions (num_outputs > 1): keep the "
+        "first (the import summary counts the others), or import each as its own item.",
+    )
 
 
 class MemberForm(forms.Form):

@@ -104,13 +104,18 @@ def peek(content: bytes | IO[bytes]) -> bytes:
 
 
 def parse(
-    *, file_format: str, source: HelmSource, name_hint: str = "", label: str = ""
+    *,
+    file_format: str,
+    source: HelmSource,
+    name_hint: str = "",
+    label: str = "",
+    completions: str = "first",
 ) -> ParsedImport:
     """Dispatch on the format name ("jsonl", "csv" or "helm"); `name_hint` and `label` are
     for HELM runs (see read_helm_run). An unknown name is a bug of the caller (start_import
     checks it), hence a ValueError."""
     if file_format == "helm":
-        return parse_helm_run(source, name_hint=name_hint, label=label)
+        return parse_helm_run(source, name_hint=name_hint, label=label, completions=completions)
     data = Path(source).read_bytes() if isinstance(source, str | Path) else read_bytes(source)
     if file_format == "jsonl":
         return parse_jsonl(data)

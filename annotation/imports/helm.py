@@ -29,6 +29,10 @@ _SKIPPED_TRIAL = "skipped: train trials after the first (train_trial_index > 0)"
 _SKIPPED_PERTURBED = "skipped: perturbed instances (instance.perturbation)"
 _OTHER_REFERENCE = "reference taken from the first reference tagged 'correct', not references[0]"
 _EXTRA_COMPLETIONS = "only the first completion kept (num_outputs > 1): the others are not imported"
+_EACH_COMPLETION = (
+    "each completion imported as its own item (num_outputs > 1): the second and later under "
+    "external ids ending in #2, #3, ..."
+)
 _UNMAPPED = (
     "multiple choice: the completion is none of the option letters of output_mapping, "
     "kept as the model wrote it"
@@ -43,10 +47,14 @@ COUNT_KEYS = {
     _SKIPPED_PERTURBED: "perturbed_instances",
     _OTHER_REFERENCE: "reference_not_first",
     _EXTRA_COMPLETIONS: "extra_completions_dropped",
+    _EACH_COMPLETION: "extra_completions_imported",
     _UNMAPPED: "multiple_choice_unmapped",
     _MULTIPLE_CHOICE: "multiple_choice",
 }
 FAILED_REQUESTS = "failed_requests"
+# What to import of a request with several completions (num_outputs > 1).
+FIRST, EACH = "first", "each"
+COMPLETIONS = (FIRST, EACH)
 
 
 @dataclass(frozen=True)
@@ -99,12 +107,15 @@ def run_from_files(*, scenario_state: bytes, run_spec: bytes | None, run_name: s
     return HelmRun(states, spec, run_name, tuple(problems))
 
 
-def parse_helm_run(source: HelmSource, *, name_hint: str = "", label: str = "") -> ParsedImport:
+def parse_helm_run(
+    source: HelmSource, *, name_hint: str = "", label: str = "", completions: str = FIRST
+) -> ParsedImport:
     """Item rows of a HELM run; see read_helm_run and helm_rows."""
-    return helm_rows(read_helm_run(source, name_hint=name_hint, label=label))
+    run = read_helm_run(source, name_hint=name_hint, label=label)
+    return helm_rows(run, completions=completions)
 
 
-def helm_rows(run: HelmRun) -> ParsedImport:
+def helm_rows(run: HelmRun, *, completions: str = FIRST) -> ParsedImport:
     """One row per request state: instance.id, instance.input.text, the reference,
     result.completions[0].text and request.model; other keys are ignored.
 
@@ -114,7 +125,8 @@ def helm_rows(run: HelmRun) -> ParsedImport:
     later train trials and perturbed instances repeat an instance and are skipped. Each of
     these is counted in parsed.counts (COUNT_KEYS, FAILED_REQUESTS) and warned about once.
     Of several completions (num_outputs > 1) the first is kept and the others counted as
-    dropped. A multiple-choice state (output_mapping) is read by helm_choices.
+    dropped, or, with completions="each", each is an item of its own (the second and later
+    under "<external_id>#2", ...). A multiple-choice state (output_mapping) is read by helm_choices.
     """
     parsed = ParsedImport(errors=list(run.problems))
     if run.request_states is None:
@@ -126,7 +138,14 @@ def helm_rows(run: HelmRun) -> ParsedImport:
             "external ids are the bare instance ids; upload the run directory as a zip"
         )
         parsed.warnings.append(RowError("file", reason, -1))
-    reader = _StateReader(benchmark=benchmark, run_label=run.label, parsed=parsed)
+    if completions not in COMPLETIONS:
+        raise ValueError(f"completions must be one of {COMPLETIONS}, not {completions!r}")
+    reader = _StateReader(
+        benchmark=benchmark,
+        run_label=run.label,
+        parsed=parsed,
+        each_completion=completions == EACH,
+    )
     for index, request_state in enumerate(run.request_states):
         reader.read(index, request_state)
     reader.warn_noted()
@@ -169,7 +188,8 @@ class _StateReader:
     run_label: str
     parsed: ParsedImport
     noted: dict[str, list[int]] = field(default_factory=lambda: {key: [] for key in COUNT_KEYS})
-    dropped_completions: int = 0
+    each_completion: bool = False
+    extra_completions: int = 0
 
     def read(self, index: int, state: Any) -> None:
         self.parsed.total += 1
@@ -182,31 +202,34 @@ class _StateReader:
         elif (failure := _failed_request(state)) is not None:
             self.parsed.warnings.append(RowError(where, failure, index))
             self.parsed.counts[FAILED_REQUESTS] = self.parsed.counts.get(FAILED_REQUESTS, 0) + 1
-        elif (fields := self._fields(state, where, index)) is not None:
-            row = clean_row(
-                fields,
-                where=where,
-                order=index,
-                parsed=self.parsed,
-                empty_output="empty completion",
-            )
-            if row is not None:
-                self.parsed.rows.append(row)
+        elif (items := self._fields(state, where, index)) is not None:
+            for k, fields in enumerate(items):
+                row = clean_row(
+                    fields,
+                    where=where if k == 0 else f"{where}.result.completions[{k}]",
+                    order=index,
+                    parsed=self.parsed,
+                    empty_output="empty completion",
+                )
+                if row is not None:
+                    self.parsed.rows.append(row)
 
     def warn_noted(self) -> None:
         for what, indices in self.noted.items():
             if indices:
                 count = f"{len(indices)} request state{'s' if len(indices) > 1 else ''}"
-                if what == _EXTRA_COMPLETIONS:
-                    count += f", {self.dropped_completions} completions dropped"
+                extra = what in (_EXTRA_COMPLETIONS, _EACH_COMPLETION)
+                if extra:
+                    verb = "dropped" if what == _EXTRA_COMPLETIONS else "imported as items"
+                    count += f", {self.extra_completions} more completions {verb}"
                 reason = f"{what}: {count} (first request_states[{indices[0]}])"
                 self.parsed.warnings.append(RowError("request_states", reason, indices[0]))
-                key = COUNT_KEYS[what]
-                value = self.dropped_completions if what == _EXTRA_COMPLETIONS else len(indices)
-                self.parsed.counts[key] = value
+                value = self.extra_completions if extra else len(indices)
+                self.parsed.counts[COUNT_KEYS[what]] = value
 
-    def _fields(self, state: dict[str, Any], where: str, index: int) -> dict[str, Any] | None:
-        """The item's fields, or None after reporting what the state lacks."""
+    def _fields(self, state: dict[str, Any], where: str, index: int) -> list[dict[str, Any]] | None:
+        """The fields of the state's items (one, or one per completion with
+        each_completion), or None after reporting what the state lacks."""
         instance_id = _dig(state, "instance", "id")
         if isinstance(instance_id, str):
             instance_id = instance_id.strip()
@@ -226,42 +249,59 @@ class _StateReader:
         if lacks:
             self.parsed.errors.extend(RowError(where, r, index) for r in lacks)
             return None
-        output = _dig(result, "completions", 0, "text")
-        output = output if isinstance(output, str) else ""  # no completion: as empty
         completions = result.get("completions")
-        if isinstance(completions, list) and len(completions) > 1:
-            self.noted[_EXTRA_COMPLETIONS].append(index)
-            self.dropped_completions += len(completions) - 1
+        texts = [
+            text if isinstance(text := _dig(c, "text"), str) else ""
+            for c in (completions if isinstance(completions, list) else [])
+        ] or [""]  # no completion: as empty
+        if len(texts) > 1:
+            self.noted[_EACH_COMPLETION if self.each_completion else _EXTRA_COMPLETIONS].append(
+                index
+            )
+            self.extra_completions += len(texts) - 1
+            if not self.each_completion:
+                texts = texts[:1]
         reference, ref_index = _reference(_dig(state, "instance", "references"))
         if ref_index:
             self.noted[_OTHER_REFERENCE].append(index)
         metadata: dict[str, Any] = {"helm_instance_id": instance_id, "helm_run": self.run_label}
-        if (mapping := output_mapping(state)) is not None:
-            choice = read_choice(
-                mapping=mapping, question=input_text, completion=output, reference=reference
-            )
-            self.noted[_MULTIPLE_CHOICE].append(index)
-            if not choice.mapped:
-                self.noted[_UNMAPPED].append(index)
-            metadata.update(helm_output_mapping=mapping, helm_completion=output)
-            input_text, output, reference = (
-                choice.input_text,
-                choice.output_text,
-                choice.reference_text,
-            )
         split = _dig(state, "instance", "split")
         if isinstance(split, str):
             metadata["split"] = split
-        benchmark = self.benchmark
-        return {
-            "external_id": f"{benchmark}/{instance_id}" if benchmark else instance_id,
-            "input": input_text,
-            "output": output,
-            "model": model,
-            "reference": reference,
-            "benchmark": benchmark,
-            "metadata": metadata,
-        }
+        mapping = output_mapping(state)
+        if mapping is not None:
+            self.noted[_MULTIPLE_CHOICE].append(index)
+        external_id = f"{self.benchmark}/{instance_id}" if self.benchmark else instance_id
+        items = []
+        for k, text in enumerate(texts):
+            item_meta = dict(metadata)
+            question, output, gold = input_text, text, reference
+            if mapping is not None:
+                choice = read_choice(
+                    mapping=mapping, question=input_text, completion=text, reference=reference
+                )
+                if not choice.mapped:
+                    self.noted[_UNMAPPED].append(index)
+                item_meta.update(helm_output_mapping=mapping, helm_completion=text)
+                question, output, gold = (
+                    choice.input_text,
+                    choice.output_text,
+                    choice.reference_text,
+                )
+            if k:
+                item_meta["helm_completion_index"] = k
+            items.append(
+                {
+                    "external_id": external_id if k == 0 else f"{external_id}#{k + 1}",
+                    "input": question,
+                    "output": output,
+                    "model": model,
+                    "reference": gold,
+                    "benchmark": self.benchmark,
+                    "metadata": item_meta,
+                }
+            )
+        return items
 
 
 def _repeated_instance(state: dict[str, Any]) -> str | None:

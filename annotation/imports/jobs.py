@@ -76,13 +76,15 @@ def start_import(
     background: bool | None = None,
     on_progress: ProgressCallback | None = None,
     on_bad_run: str = ImportJob.OnBadRun.REFUSE,
+    helm_completions: str = ImportJob.Completions.FIRST,
 ) -> ImportJob:
     """Store an upload and create its ImportJob; run it now or queue annotation.run_import.
 
     `background=None` runs a provably small upload inline (uploads.StoredUpload.
     provably_small) and queues any other; True/False force either. `on_bad_run` says what a
     suite (a zip of several HELM runs) does with a bad run: "refuse" the whole suite, or
-    "skip" the run (imports.suite_jobs). Raises AnnotationError
+    "skip" the run (imports.suite_jobs); `helm_completions` what a HELM request with several
+    completions gives: its "first" completion, or "each" as an item of its own. Raises AnnotationError
     (unknown format, locked study, a file above the upload limit, empty or of whitespace
     only) or PermissionDenied (not a coordinator or staff). An inline run returns the
     finished job; a queued one returns it queued (the task starts after the commit).
@@ -95,6 +97,11 @@ def start_import(
         raise AnnotationError(
             f"unknown choice for a bad run of a suite {on_bad_run!r}; use refuse or skip",
             field="on_bad_run",
+        )
+    if helm_completions not in ImportJob.Completions.values:
+        raise AnnotationError(
+            f"unknown choice of completions {helm_completions!r}; use first or each",
+            field="helm_completions",
         )
     _check_may_import(study=study, actor=actor)
     file_format, format_note = _settle_format(file_format, name=uploaded_name, content=content)
@@ -117,6 +124,7 @@ def start_import(
             source_name=uploaded_name[:300],
             source_path=upload.path,
             on_bad_run=on_bad_run,
+            helm_completions=helm_completions,
         )
         audit.record(
             actor=actor,
@@ -130,6 +138,7 @@ def start_import(
                 "bytes": upload.size,
                 "background": in_background,
                 "on_bad_run": on_bad_run,
+                "helm_completions": helm_completions,
             },
         )
         if in_background:
@@ -286,6 +295,7 @@ def _parse_upload(job: ImportJob) -> ParsedImport:
             source=stored,
             name_hint=Path(job.source_name).stem,
             label=job.source_name,
+            completions=job.helm_completions,
         )
 
 

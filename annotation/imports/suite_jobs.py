@@ -157,7 +157,7 @@ class _SuiteRunner:
 
     def _check(self, folder: str, seen: dict[Key, str]) -> _Run:
         helm_run = self.suite.read_run(folder)
-        parsed = helm_rows(helm_run)
+        parsed = helm_rows(helm_run, completions=self.job.helm_completions)
         place_by_benchmark(parsed, self.task_names)
         label = helm_run.label or folder
         existing = fingerprints(

@@ -45,6 +45,13 @@ class Command(BaseCommand):
             "skip the bad run (named in the summary) and import the others.",
         )
         parser.add_argument(
+            "--completions",
+            choices=ImportJob.Completions.values,
+            default=ImportJob.Completions.FIRST,
+            help="For HELM requests with several completions (num_outputs > 1): import the "
+            "first (default; the others are counted as dropped) or each as its own item.",
+        )
+        parser.add_argument(
             "path",
             help="The file; for helm a run directory, a suite folder "
             "(benchmark_output/runs/<suite>/), a zip of either, or scenario_state.json.",
@@ -96,6 +103,7 @@ class Command(BaseCommand):
                 background=False,
                 on_progress=self._show_progress,
                 on_bad_run=options["on_bad_run"],
+                helm_completions=options["completions"],
             )
         except (AnnotationError, PermissionDenied) as exc:
             raise CommandError(str(exc)) from exc

@@ -313,3 +313,34 @@ def test_a_letter_answer_is_shown_as_its_option(helm_suite, tmp_path):
     assert parsed.errors == []
     assert [row.output_text for row in parsed.rows[:4]] == ["B. Odd", "A. Even", "  ", "B. Odd"]
     assert parsed.counts["multiple_choice_unmapped"] == len(parsed.rows) - 3
+
+
+def test_each_completion_can_be_its_own_item(study, helm_suite):
+    """simple1 asks for three completions per request: with --completions each, every one
+    is an item (the second and later under "#2", "#3"), and the summary counts them."""
+    out = io.StringIO()
+
+    call_command(
+        "import_items",
+        str(helm_suite / RUNS[0]),
+        study=study.pk,
+        file_format="helm",
+        completions="each",
+        stdout=out,
+    )
+
+    states = json.loads((helm_suite / RUNS[0] / "scenario_state.json").read_text())
+    wanted = {}
+    for state in states["request_states"]:
+        if state["train_trial_index"]:
+            continue
+        base = f"simple1/{state['instance']['id']}"
+        for k, completion in enumerate(state["result"]["completions"]):
+            wanted[base if k == 0 else f"{base}#{k + 1}"] = completion["text"]
+    items = dict(Item.objects.filter(study=study).values_list("external_id", "output_text"))
+    assert items == wanted
+    assert len(wanted) > len({key.split("#")[0] for key in wanted})
+    job = ImportJob.objects.get(study=study)
+    assert job.helm_completions == "each"
+    extra = len(wanted) - len({key.split("#")[0] for key in wanted})
+    assert any(f"{extra} more completions imported as items" in e["reason"] for e in job.errors)
