@@ -22,7 +22,8 @@ Key = tuple[str, str]  # (external_id, model)
 
 def late_conflicts(study: RatingStudy, parsed: ParsedImport, *, known: set[Key]) -> list[RowError]:
     """Conflicts with items someone else added since the rows were checked."""
-    late = (item_keys(study) - known) & {row.key for row in parsed.rows}
+    keys = {row.key for row in parsed.rows}
+    late = (item_keys(study, external_ids={key[0] for key in keys}) - known) & keys
     if not late:
         return []
     fresh = fingerprints(study=study, keys=late)
@@ -33,8 +34,13 @@ def late_conflicts(study: RatingStudy, parsed: ParsedImport, *, known: set[Key])
     ]
 
 
-def item_keys(study: RatingStudy) -> set[Key]:
-    return set(Item.objects.filter(study=study).values_list("external_id", "model_name"))
+def item_keys(study: RatingStudy, *, external_ids: set[str] | None = None) -> set[Key]:
+    """The study's (external_id, model) keys; those of `external_ids` only, when given and
+    few enough to filter on (else all of them)."""
+    items = Item.objects.filter(study=study)
+    if external_ids is not None and len(external_ids) <= ID_FILTER_LIMIT:
+        items = items.filter(external_id__in=external_ids)
+    return set(items.values_list("external_id", "model_name"))
 
 
 def fingerprints(*, study: RatingStudy, keys: set[Key]) -> dict[Key, Fingerprint]:
