@@ -170,7 +170,11 @@ class Command(BaseCommand):
         for error in errors:
             self.stderr.write(f"{error['where']}: {error['reason']}")
         count = import_progress(job)["error_count"]
+        saved = (
+            f"the {job.runs_done} runs saved before the failure stay imported"
+            if job.runs_total and job.runs_done
+            else "nothing was saved"
+        )
         raise CommandError(
-            f"import {job.pk} failed with {count} error{'s' if count != 1 else ''}; "
-            "nothing was saved"
+            f"import {job.pk} failed with {count} error{'s' if count != 1 else ''}; {saved}"
         )

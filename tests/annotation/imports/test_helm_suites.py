@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation.imports import parse_helm_run
+from annotation.imports import RowError, import_progress, parse_helm_run, suite_jobs
 from annotation.models import ImportJob, Item
 from tests.annotation.imports.factories import start
 
@@ -344,3 +344,31 @@ def test_each_completion_can_be_its_own_item(study, helm_suite):
     assert job.helm_completions == "each"
     extra = len(wanted) - len({key.split("#")[0] for key in wanted})
     assert any(f"{extra} more completions imported as items" in e["reason"] for e in job.errors)
+
+
+def test_a_conflict_met_while_saving_names_the_run_and_the_runs_kept(
+    study, coordinator, helm_suite, monkeypatch
+):
+    """ "refuse" checks every run first; items someone else imports between the check and
+    the save of a run stop the job there, and the page says which runs stay imported."""
+    calls = []
+
+    def late_on_second_run(study, parsed, *, known):
+        calls.append(1)
+        return [RowError("request_states[0]", "imported meanwhile with other texts", 0)] * (
+            len(calls) == 2
+        )
+
+    monkeypatch.setattr(suite_jobs, "late_conflicts", late_on_second_run)
+
+    job = start(study, coordinator, zip_folder(helm_suite), file_format="helm", name="t.zip")
+
+    assert job.status == ImportJob.Status.FAILED
+    assert job.runs_done == 1
+    assert [s["status"] for s in job.run_summaries] == ["imported", "failed", "checked"]
+    assert set(Item.objects.values_list("benchmark", flat=True)) == {"simple1"}
+    assert job.errors[0]["where"] == "suite"
+    assert f"run {RUNS[1]} conflicts" in job.errors[0]["reason"]
+    assert f"stay imported ({RUNS[0]})" in job.errors[0]["reason"]
+    progress = import_progress(job)
+    assert progress["failed"] and progress["created"] == Item.objects.count()
