@@ -8,12 +8,24 @@ an import usually holds one model, so an id would let a rater group outputs by m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Case, Count, Q, QuerySet, Subquery, Value, When
-from django.db.models.functions import Coalesce
+from django.db import connection
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    FilteredRelation,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 
-from annotation.models import Assignment, RatingStudy
+from annotation.models import Assignment, Item, RatingStudy, RubricCriterion, StudyMembership
 from annotation.selectors.studies import Role, studies_for
 
 
@@ -91,6 +103,20 @@ def clinician_queue(*, study: RatingStudy, user: AbstractBaseUser) -> QuerySet[A
 
 
 @dataclass(frozen=True)
+class StoredAnswer:
+    """One stored rating of an assignment, as rubric_answers reads it."""
+
+    rating_id: int
+    value: int | None
+    cannot_assess: bool
+    comment: str
+    first_submitted_at: datetime | None
+
+    def state(self) -> dict[str, object]:
+        return {"value": self.value, "cannot_assess": self.cannot_assess, "comment": self.comment}
+
+
+@dataclass(frozen=True)
 class RaterItem:
     """Everything a clinician may see about one assignment, and nothing more: no model name,
     no other clinician's rating, no machine score, no id."""
@@ -109,15 +135,21 @@ class RaterItem:
     answers: dict[str, dict[str, object]]
 
 
-def rater_item(*, assignment: Assignment) -> RaterItem:
+def rater_item(
+    *, assignment: Assignment, answers: dict[str, dict[str, object]] | None = None
+) -> RaterItem:
+    """The rater's view of an assignment (its study and item loaded with it). `answers`: its
+    stored answers by criterion key in rubric order, when the caller has them already (from
+    rubric_answers, or a service that just wrote them); else they are read."""
     study = assignment.study
     item = assignment.item
-    answers = {
-        key: {"value": value, "cannot_assess": cannot_assess, "comment": comment}
-        for key, value, cannot_assess, comment in assignment.ratings.order_by(
-            "criterion__position"
-        ).values_list("criterion__key", "value", "cannot_assess", "comment")
-    }
+    if answers is None:
+        answers = {
+            key: {"value": value, "cannot_assess": cannot_assess, "comment": comment}
+            for key, value, cannot_assess, comment in assignment.ratings.order_by(
+                "criterion__position"
+            ).values_list("criterion__key", "value", "cannot_assess", "comment")
+        }
     return RaterItem(
         handle=assignment.handle,
         position=assignment.position,
@@ -143,6 +175,69 @@ def own_assignment(*, study: RatingStudy, user: AbstractBaseUser, handle: str) -
         .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
         .first()
     )
+
+
+def rater_assignment(
+    *, user: AbstractBaseUser, handle: str, study_id: int | None = None
+) -> Assignment | None:
+    """The user's own (not withdrawn) assignment with this handle (in this study, if given),
+    with its study and item, annotated `rates_in_study`: whether the user is an active
+    clinician of its study. One query: the access check of the rating page and the API's
+    submit rides on the read they need anyway (annotation.access.rater_assignment)."""
+    found = Assignment.objects.filter(handle=handle, clinician=user).exclude(
+        status=Assignment.Status.WITHDRAWN
+    )
+    if study_id is not None:
+        found = found.filter(study_id=study_id)
+    return (
+        found.select_related("study", "item", "item__taxonomy_node")
+        .annotate(
+            rates_in_study=Exists(
+                StudyMembership.objects.filter(
+                    study_id=OuterRef("study_id"),
+                    user_id=user.pk,
+                    role=Role.CLINICIAN,
+                    is_active=True,
+                )
+            )
+        )
+        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
+        .first()
+    )
+
+
+def rubric_answers(*, assignment: Assignment) -> list[tuple[RubricCriterion, StoredAnswer | None]]:
+    """The study's criteria in rubric order, each with this assignment's stored answer to it
+    (None where there is none), in one query."""
+    rows = (
+        RubricCriterion.objects.filter(study_id=assignment.study_id)
+        .annotate(
+            mine=FilteredRelation("ratings", condition=Q(ratings__assignment_id=assignment.pk))
+        )
+        .annotate(
+            rating_id=F("mine__id"),
+            rating_value=F("mine__value"),
+            rating_cannot_assess=F("mine__cannot_assess"),
+            rating_comment=F("mine__comment"),
+            rating_first_submitted_at=F("mine__first_submitted_at"),
+        )
+        .order_by("position", "id")
+    )
+    return [
+        (
+            c,
+            None
+            if c.rating_id is None
+            else StoredAnswer(
+                rating_id=c.rating_id,
+                value=c.rating_value,
+                cannot_assess=c.rating_cannot_assess,
+                comment=c.rating_comment,
+                first_submitted_at=c.rating_first_submitted_at,
+            ),
+        )
+        for c in rows
+    ]
 
 
 def clinician_assignment(*, user: AbstractBaseUser, handle: str) -> Assignment | None:
@@ -204,58 +299,72 @@ class QueuePosition:
     previous: str | None
     next: str | None
     next_unfinished: str | None
+    # this response's place among the rater's copies of its case (see case_copy)
+    copy: CaseCopy | None = None
 
 
-def _first_handle(queryset: QuerySet[Assignment]) -> Subquery:
-    return Subquery(queryset.values("handle")[:1])
+# One statement of scalar subqueries over the clinician's queue (the index on study,
+# clinician, position serves each). Plain SQL: the ORM took about 4 ms of CPU to compile the
+# same query, more than anything else on the rating page (bench/README.md, bench_rating).
+_POSITION_SQL = """
+SELECT
+  (SELECT COUNT(*) FROM {a} q WHERE {mine}) AS n_total,
+  (SELECT COUNT(*) FROM {a} q WHERE {mine} AND q.status = %(submitted)s) AS n_submitted,
+  (SELECT COUNT(*) FROM {a} q WHERE {mine} AND q.position < %(position)s) AS n_before,
+  (SELECT q.handle FROM {a} q WHERE {mine} AND q.position < %(position)s
+     ORDER BY q.position DESC LIMIT 1) AS previous_handle,
+  (SELECT q.handle FROM {a} q WHERE {mine} AND q.position > %(position)s
+     ORDER BY q.position LIMIT 1) AS next_handle,
+  (SELECT q.handle FROM {a} q WHERE {unfinished} AND q.position > %(position)s
+     ORDER BY q.position LIMIT 1) AS unfinished_after,
+  (SELECT q.handle FROM {a} q WHERE {unfinished} ORDER BY q.position LIMIT 1)
+     AS unfinished_first,
+  (SELECT COUNT(*) FROM {a} q JOIN {i} c ON c.id = q.item_id WHERE {copies}) AS n_copies,
+  (SELECT COUNT(*) FROM {a} q JOIN {i} c ON c.id = q.item_id WHERE {copies}
+     AND (q.position < %(position)s OR (q.position = %(position)s AND q.handle < %(handle)s)))
+     AS copies_before
+"""
 
 
-def _count(queryset: QuerySet[Assignment]) -> Subquery:
-    """COUNT(*) of a clinician's assignments as a scalar subquery (one group: the clinician)."""
-    grouped = queryset.order_by().values("clinician_id").annotate(n=Count("id")).values("n")
-    return Coalesce(Subquery(grouped[:1]), Value(0))
+def _position_sql() -> str:
+    who = "q.study_id = %(study)s AND q.clinician_id = %(clinician)s"
+    mine = f"{who} AND q.status <> %(withdrawn)s"
+    return _POSITION_SQL.format(
+        a=Assignment._meta.db_table,
+        i=Item._meta.db_table,
+        mine=mine,
+        unfinished=f"{mine} AND q.status <> %(submitted)s AND q.id <> %(id)s",
+        # Withdrawn copies keep their letter (case_copy), so they count here.
+        copies=f"{who} AND c.external_id = %(external_id)s",
+    )
 
 
 def queue_position(*, assignment: Assignment) -> QueuePosition:
-    """Where an assignment sits in its clinician's queue, in one query (scalar subqueries
-    on the clinician's queue index): the rating page is the hot path under load."""
-    mine = Assignment.objects.filter(
-        study_id=assignment.study_id, clinician_id=assignment.clinician_id
-    ).exclude(status=Assignment.Status.WITHDRAWN)
-    position = assignment.position
-    unfinished = mine.exclude(status=Assignment.Status.SUBMITTED).exclude(pk=assignment.pk)
-    row = (
-        Assignment.objects.filter(pk=assignment.pk)
-        .order_by()
-        .annotate(
-            n_total=_count(mine),
-            n_submitted=_count(mine.filter(status=Assignment.Status.SUBMITTED)),
-            n_before=_count(mine.filter(position__lt=position)),
-            previous_handle=_first_handle(mine.filter(position__lt=position).order_by("-position")),
-            next_handle=_first_handle(mine.filter(position__gt=position).order_by("position")),
-            unfinished_after=_first_handle(
-                unfinished.filter(position__gt=position).order_by("position")
-            ),
-            unfinished_first=_first_handle(unfinished.order_by("position")),
-        )
-        .values(
-            "n_total",
-            "n_submitted",
-            "n_before",
-            "previous_handle",
-            "next_handle",
-            "unfinished_after",
-            "unfinished_first",
-        )
-        .get()
-    )
+    """Where an assignment sits in its clinician's queue, and which copy of its case it is,
+    in one query: the rating page is the hot path under load. `assignment.item` is read
+    for its external id (loaded with it by the page's and the API's selectors)."""
+    params = {
+        "study": assignment.study_id,
+        "clinician": assignment.clinician_id,
+        "position": assignment.position,
+        "handle": assignment.handle,
+        "id": assignment.pk,
+        "external_id": assignment.item.external_id,
+        "submitted": Assignment.Status.SUBMITTED,
+        "withdrawn": Assignment.Status.WITHDRAWN,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_position_sql(), params)
+        row = cursor.fetchone()
+    total, submitted, before, previous, following, after, first, copies, copy_index = row
     return QueuePosition(
-        index=row["n_before"] + 1,
-        total=row["n_total"],
-        submitted=row["n_submitted"],
-        previous=row["previous_handle"],
-        next=row["next_handle"],
-        next_unfinished=row["unfinished_after"] or row["unfinished_first"],
+        index=before + 1,
+        total=total,
+        submitted=submitted,
+        previous=previous,
+        next=following,
+        next_unfinished=after or first,
+        copy=CaseCopy(letter=copy_letter(copy_index), count=copies) if copies > 1 else None,
     )
 
 
