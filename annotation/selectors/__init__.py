@@ -20,6 +20,13 @@ from annotation.selectors.exports import (
     rating_export_rows,
     ratings_long_rows,
 )
+from annotation.selectors.hot_path import (
+    StoredAnswer,
+    locked_assignment,
+    rater_assignment,
+    resume_target,
+    rubric_answers,
+)
 from annotation.selectors.items import (
     FlagEvent,
     ItemAssignment,
@@ -39,17 +46,14 @@ from annotation.selectors.queue import (
     QueuePosition,
     QueueProgress,
     RaterItem,
-    StoredAnswer,
     case_copy,
     clinician_assignment,
     clinician_progress,
     clinician_queue,
     own_assignment,
     queue_position,
-    rater_assignment,
     rater_item,
     resume_point,
-    rubric_answers,
 )
 from annotation.selectors.studies import (
     Role,
@@ -89,6 +93,7 @@ __all__ = [
     "flagged_items",
     "item_review",
     "items_short_of_k",
+    "locked_assignment",
     "median_seconds_per_item",
     "own_assignment",
     "progress_by_clinician",
@@ -98,6 +103,7 @@ __all__ = [
     "rating_export_rows",
     "ratings_long_rows",
     "resume_point",
+    "resume_target",
     "role_clashes",
     "roles_in_study",
     "rubric_answers",

@@ -8,24 +8,12 @@ an import usually holds one model, so an id would let a rater group outputs by m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import (
-    Case,
-    Count,
-    Exists,
-    F,
-    FilteredRelation,
-    OuterRef,
-    Q,
-    QuerySet,
-    Value,
-    When,
-)
+from django.db.models import Case, Count, Q, QuerySet, Value, When
 
-from annotation.models import Assignment, Item, RatingStudy, RubricCriterion, StudyMembership
+from annotation.models import Assignment, Item, RatingStudy
 from annotation.selectors.studies import Role, studies_for
 
 
@@ -103,20 +91,6 @@ def clinician_queue(*, study: RatingStudy, user: AbstractBaseUser) -> QuerySet[A
 
 
 @dataclass(frozen=True)
-class StoredAnswer:
-    """One stored rating of an assignment, as rubric_answers reads it."""
-
-    rating_id: int
-    value: int | None
-    cannot_assess: bool
-    comment: str
-    first_submitted_at: datetime | None
-
-    def state(self) -> dict[str, object]:
-        return {"value": self.value, "cannot_assess": self.cannot_assess, "comment": self.comment}
-
-
-@dataclass(frozen=True)
 class RaterItem:
     """Everything a clinician may see about one assignment, and nothing more: no model name,
     no other clinician's rating, no machine score, no id."""
@@ -175,69 +149,6 @@ def own_assignment(*, study: RatingStudy, user: AbstractBaseUser, handle: str) -
         .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
         .first()
     )
-
-
-def rater_assignment(
-    *, user: AbstractBaseUser, handle: str, study_id: int | None = None
-) -> Assignment | None:
-    """The user's own (not withdrawn) assignment with this handle (in this study, if given),
-    with its study and item, annotated `rates_in_study`: whether the user is an active
-    clinician of its study. One query: the access check of the rating page and the API's
-    submit rides on the read they need anyway (annotation.access.rater_assignment)."""
-    found = Assignment.objects.filter(handle=handle, clinician=user).exclude(
-        status=Assignment.Status.WITHDRAWN
-    )
-    if study_id is not None:
-        found = found.filter(study_id=study_id)
-    return (
-        found.select_related("study", "item", "item__taxonomy_node")
-        .annotate(
-            rates_in_study=Exists(
-                StudyMembership.objects.filter(
-                    study_id=OuterRef("study_id"),
-                    user_id=user.pk,
-                    role=Role.CLINICIAN,
-                    is_active=True,
-                )
-            )
-        )
-        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
-        .first()
-    )
-
-
-def rubric_answers(*, assignment: Assignment) -> list[tuple[RubricCriterion, StoredAnswer | None]]:
-    """The study's criteria in rubric order, each with this assignment's stored answer to it
-    (None where there is none), in one query."""
-    rows = (
-        RubricCriterion.objects.filter(study_id=assignment.study_id)
-        .annotate(
-            mine=FilteredRelation("ratings", condition=Q(ratings__assignment_id=assignment.pk))
-        )
-        .annotate(
-            rating_id=F("mine__id"),
-            rating_value=F("mine__value"),
-            rating_cannot_assess=F("mine__cannot_assess"),
-            rating_comment=F("mine__comment"),
-            rating_first_submitted_at=F("mine__first_submitted_at"),
-        )
-        .order_by("position", "id")
-    )
-    return [
-        (
-            c,
-            None
-            if c.rating_id is None
-            else StoredAnswer(
-                rating_id=c.rating_id,
-                value=c.rating_value,
-                cannot_assess=c.rating_cannot_assess,
-                comment=c.rating_comment,
-                first_submitted_at=c.rating_first_submitted_at,
-            ),
-        )
-        for c in rows
-    ]
 
 
 def clinician_assignment(*, user: AbstractBaseUser, handle: str) -> Assignment | None:

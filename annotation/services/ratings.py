@@ -10,15 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from annotation import audit
 from annotation.errors import AnnotationError, AnswersError
 from annotation.models import Assignment, AuditEvent, Rating, RatingStudy, RubricCriterion
-from annotation.selectors.queue import rubric_answers
+from annotation.selectors.hot_path import StoredAnswer, locked_assignment, rubric_answers
 from medhelm_site.common.text_limits import checked_column_text, column_max_length, text_problem
 
 
@@ -80,39 +79,17 @@ def _check_answers(
 
 
 def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignment:
-    """Lock the assignment row (only it: concurrent submits of other assignments must not
-    queue behind one study row) and read the study's lock under a share lock, so that a
-    submit cannot commit after the study was locked; one statement."""
-    locked = Assignment.objects.select_for_update(of=("self",)).select_related(
-        "study", "item", "item__taxonomy_node"
-    )
-    if connection.vendor == "postgresql":
-        # FOR SHARE in a scalar subquery, taken before the assignment's row lock: many
-        # submits hold it at once, and set_study_lock's FOR UPDATE waits for them. The
-        # study's order before the assignment's is the one every study-wide writer takes.
-        locked = locked.annotate(
-            study_locked_at=RawSQL(
-                f"SELECT s.locked_at FROM {RatingStudy._meta.db_table} s "
-                f'WHERE s.id = "{Assignment._meta.db_table}"."study_id" FOR SHARE',
-                [],
-            )
-        )
-    assignment = locked.filter(pk=assignment_id).order_by().first()
-    if assignment is None or assignment.clinician_id != clinician.pk:
+    """Lock the assignment row (with the study's lock read under a share lock, so that a
+    submit cannot commit after the study was locked: selectors.locked_assignment)."""
+    found = locked_assignment(assignment_id=assignment_id)
+    if found is None or found[0].clinician_id != clinician.pk:
         raise AnnotationError("this item is not assigned to you", field="assignment")
+    assignment, study_locked = found
     if assignment.status == Assignment.Status.WITHDRAWN:
         raise AnnotationError("this assignment was withdrawn", field="assignment")
-    # SQLite serialises writing transactions (IMMEDIATE), so the joined study is current.
-    locked_at = getattr(assignment, "study_locked_at", assignment.study.locked_at)
-    if locked_at is not None:
+    if study_locked:
         raise AnnotationError("the study is locked; ratings can no longer change", field="study")
     return assignment
-
-
-def _rating_state(rating: Rating | None) -> dict[str, Any] | None:
-    if rating is None:
-        return None
-    return {"value": rating.value, "cannot_assess": rating.cannot_assess, "comment": rating.comment}
 
 
 @dataclass(frozen=True)
@@ -121,7 +98,7 @@ class _Rubric:
     criterion id, read in one query under the assignment's lock."""
 
     criteria: dict[str, RubricCriterion]
-    existing: dict[int, Rating]
+    existing: dict[int, StoredAnswer]
 
     def answers_after(self, answers: Mapping[str, CriterionAnswer]) -> dict[str, dict[str, object]]:
         """What the assignment holds once `answers` are written, by key in rubric order."""
@@ -135,25 +112,17 @@ class _Rubric:
                     "comment": a.comment,
                 }
             elif criterion.pk in self.existing:
-                held[key] = _rating_state(self.existing[criterion.pk])
+                held[key] = self.existing[criterion.pk].state()
         return held
 
 
 def _read_rubric(assignment: Assignment) -> _Rubric:
     criteria: dict[str, RubricCriterion] = {}
-    existing: dict[int, Rating] = {}
+    existing: dict[int, StoredAnswer] = {}
     for criterion, stored in rubric_answers(assignment=assignment):
         criteria[criterion.key] = criterion
         if stored is not None:
-            existing[criterion.pk] = Rating(
-                pk=stored.rating_id,
-                assignment=assignment,
-                criterion=criterion,
-                value=stored.value,
-                cannot_assess=stored.cannot_assess,
-                comment=stored.comment,
-                first_submitted_at=stored.first_submitted_at,
-            )
+            existing[criterion.pk] = stored
     return _Rubric(criteria=criteria, existing=existing)
 
 
@@ -178,8 +147,8 @@ def _write_answers(
             "cannot_assess": answer.cannot_assess,
             "comment": answer.comment,
         }
-        rating = existing.get(criterion.pk)
-        if rating is None:
+        stored = existing.get(criterion.pk)
+        if stored is None:
             rating = Rating(assignment=assignment, criterion=criterion, **after)
             if submitting:
                 rating.first_value, rating.first_cannot_assess = answer.value, answer.cannot_assess
@@ -187,15 +156,12 @@ def _write_answers(
             to_create.append(rating)
             changed.append((rating, None, after))
             continue
-        before = _rating_state(rating)
-        first_time = submitting and rating.first_submitted_at is None
+        before = stored.state()
+        first_time = submitting and not stored.first_submitted
         if before == after and not first_time:
             continue
-        rating.value, rating.cannot_assess, rating.comment = (
-            answer.value,
-            answer.cannot_assess,
-            answer.comment,
-        )
+        # Only the changed columns are written (an UPDATE by primary key).
+        rating = Rating(pk=stored.rating_id, assignment=assignment, criterion=criterion, **after)
         fields = ["value", "cannot_assess", "comment", "updated_at"]
         if first_time:
             rating.first_value, rating.first_cannot_assess = answer.value, answer.cannot_assess

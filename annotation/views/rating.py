@@ -49,13 +49,13 @@ def _seconds(data) -> float:
 @login_required
 def resume(request: HttpRequest, study_id: int) -> HttpResponse:
     """Send the clinician to where they left off."""
-    study, _ = get_study_for_user(
-        user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
-    )
-    handle = selectors.resume_point(study=study, user=request.user)
+    roles, handle = selectors.resume_target(user=request.user, study_id=study_id)
+    if Role.CLINICIAN not in roles:  # not a clinician here: the full check's 404 or 403
+        get_study_for_user(user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN])
+        raise Http404("No such study.")  # the check passed meanwhile: a role just granted
     if handle is None:
-        return redirect("annotation:queue", study_id=study.pk)
-    return redirect("annotation:rate", study_id=study.pk, handle=handle)
+        return redirect("annotation:queue", study_id=study_id)
+    return redirect("annotation:rate", study_id=study_id, handle=handle)
 
 
 @login_required
