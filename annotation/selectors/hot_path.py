@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 
 from annotation.models import (
@@ -52,18 +53,17 @@ class _Columns:
         return self.model.from_db(connection.alias, self.attnames, values)
 
 
-@cache
-def _columns(model: type[Model], alias: str, vendor: str) -> _Columns:
+@lru_cache(maxsize=256)
+def _columns(model: type[Model], alias: str, conn: BaseDatabaseWrapper) -> _Columns:
+    """Per connection (each thread has its own), as the backend's converters are its own."""
     fields = model._meta.concrete_fields
     converters = []
     for pos, field in enumerate(fields):
         col = field.get_col(alias)
-        funcs = tuple(connection.ops.get_db_converters(col)) + tuple(
-            col.get_db_converters(connection)
-        )
+        funcs = tuple(conn.ops.get_db_converters(col)) + tuple(col.get_db_converters(conn))
         if funcs:
             converters.append((pos, funcs, col))
-    qn = connection.ops.quote_name
+    qn = conn.ops.quote_name
     return _Columns(
         model,
         alias,
@@ -74,7 +74,7 @@ def _columns(model: type[Model], alias: str, vendor: str) -> _Columns:
 
 
 def _cols(model: type[Model], alias: str) -> _Columns:
-    return _columns(model, alias, connection.vendor)
+    return _columns(model, alias, connections[DEFAULT_DB_ALIAS])
 
 
 def _table(model: type[Model]) -> str:

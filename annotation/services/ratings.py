@@ -18,6 +18,7 @@ from annotation import audit
 from annotation.errors import AnnotationError, AnswersError
 from annotation.models import Assignment, AuditEvent, Rating, RatingStudy, RubricCriterion
 from annotation.selectors.hot_path import StoredAnswer, locked_assignment, rubric_answers
+from annotation.services.insert import insert_rows
 from medhelm_site.common.text_limits import checked_column_text, column_max_length, text_problem
 
 
@@ -169,7 +170,7 @@ def _write_answers(
             fields += ["first_value", "first_cannot_assess", "first_submitted_at"]
         rating.save(update_fields=fields)
         changed.append((rating, None if first_time else before, after))
-    Rating.objects.bulk_create(to_create)
+    insert_rows(to_create)
     return changed
 
 
@@ -294,18 +295,20 @@ def submit_answers(
     if was_submitted and not changes:
         # A retry: the row is locked and current, so this is what it holds.
         return Submitted(assignment=assignment, answers=held)
-    AuditEvent.objects.bulk_create(
-        AuditEvent(
-            actor=clinician,
-            study=study,
-            action="rating.revise" if was_submitted and before is not None else "rating.submit",
-            target_type="Rating",
-            target_id=str(rating.pk),
-            before=before,
-            after=after,
-        )
-        for rating, before, after in changes
-        if before is None or was_submitted
+    insert_rows(
+        [
+            AuditEvent(
+                actor=clinician,
+                study=study,
+                action="rating.revise" if was_submitted and before is not None else "rating.submit",
+                target_type="Rating",
+                target_id=str(rating.pk),
+                before=before,
+                after=after,
+            )
+            for rating, before, after in changes
+            if before is None or was_submitted
+        ]
     )
     assignment.status = Assignment.Status.SUBMITTED
     assignment.started_at = assignment.started_at or now
