@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotation import selectors, services
 from annotation.models import Assignment, Item, StudyMembership
-from delphi.models import TaxonomyNode
+from delphi.models import TaxonomyNode, TaxonomyVersion
 from tests.factories import FULL_ANSWERS, make_study_with_members
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +34,10 @@ def rich():
     setup = make_study_with_members(n_items=4, n_clinicians=2, k=2, show_reference=False)
     clinician = setup.clinicians[0]
     assignment = Assignment.objects.filter(clinician=clinician).order_by("position").first()
-    node = TaxonomyNode.objects.filter(kind=TaxonomyNode.Kind.TASK).first()
+    version = TaxonomyVersion.objects.create(name="hot path test taxonomy")
+    node = TaxonomyNode.objects.create(
+        version=version, kind=TaxonomyNode.Kind.CATEGORY, name="Triage", history=[{"round": 1}]
+    )
     Item.objects.filter(pk=assignment.item_id).update(
         taxonomy_node=node, metadata={"source": "x", "n": [1, 2.5, None]}
     )
@@ -57,8 +60,8 @@ def test_rater_assignment_loads_what_the_orm_loads(rich):
     _same(loaded.item, expected.item)
     assert loaded.rates_in_study is True
     assert loaded.item.metadata == {"source": "x", "n": [1, 2.5, None]}
-    if node is not None:
-        _same(loaded.item.taxonomy_node, node)
+    _same(loaded.item.taxonomy_node, TaxonomyNode.objects.get(pk=node.pk))
+    assert loaded.item.taxonomy_node.name == "Triage"
 
 
 def test_rater_assignment_access_flag_and_misses(rich):
