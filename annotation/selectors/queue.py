@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Case, Count, Q, QuerySet, Value, When
+from django.db.models import Count, Q, QuerySet
 
 from annotation.models import Assignment, Item, RatingStudy
 from annotation.selectors.studies import Role, studies_for
@@ -140,29 +140,6 @@ def rater_item(
     )
 
 
-def own_assignment(*, study: RatingStudy, user: AbstractBaseUser, handle: str) -> Assignment | None:
-    """The user's own (not withdrawn) assignment of this study with this handle."""
-    return (
-        Assignment.objects.filter(handle=handle, study=study, clinician=user)
-        .exclude(status=Assignment.Status.WITHDRAWN)
-        .select_related("item", "item__taxonomy_node", "study")
-        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
-        .first()
-    )
-
-
-def clinician_assignment(*, user: AbstractBaseUser, handle: str) -> Assignment | None:
-    """The user's own (not withdrawn) assignment in whatever study, by its handle, with its
-    study and item; the caller still checks that the user is an active clinician of it."""
-    return (
-        Assignment.objects.filter(handle=handle, clinician=user)
-        .exclude(status=Assignment.Status.WITHDRAWN)
-        .select_related("study", "item", "item__taxonomy_node")
-        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
-        .first()
-    )
-
-
 @dataclass(frozen=True)
 class CaseCopy:
     letter: str  # "A", "B", ...: this response's place among the rater's copies of the case
@@ -276,22 +253,4 @@ def queue_position(*, assignment: Assignment) -> QueuePosition:
         next=following,
         next_unfinished=after or first,
         copy=CaseCopy(letter=copy_letter(copy_index), count=copies) if copies > 1 else None,
-    )
-
-
-def resume_point(*, study: RatingStudy, user: AbstractBaseUser) -> str | None:
-    """The handle of the assignment a clinician left off at: a started draft first, else
-    the next unstarted (one query)."""
-    started_first = Case(
-        When(status=Assignment.Status.IN_PROGRESS, then=Value(0)), default=Value(1)
-    )
-    return (
-        Assignment.objects.filter(
-            study=study,
-            clinician=user,
-            status__in=(Assignment.Status.IN_PROGRESS, Assignment.Status.PENDING),
-        )
-        .order_by(started_first, "position")
-        .values_list("handle", flat=True)
-        .first()
     )

@@ -115,8 +115,20 @@ def test_resume_target_gives_roles_and_the_left_off_point(rich):
     setup, clinician, submitted, _ = rich
     roles, handle = selectors.resume_target(user=clinician, study_id=setup.study.pk)
     assert roles == {StudyMembership.Role.CLINICIAN}
-    assert handle == selectors.resume_point(study=setup.study, user=clinician)
-    assert handle != submitted.handle
+    # No draft: the first unstarted in the clinician's own order (the first one is submitted).
+    second = Assignment.objects.filter(study=setup.study, clinician=clinician).order_by("position")[
+        1
+    ]
+    assert handle == second.handle != submitted.handle
+    draft = Assignment.objects.filter(study=setup.study, clinician=clinician).order_by("position")[
+        3
+    ]
+    services.save_draft(
+        assignment_id=draft.pk,
+        clinician=clinician,
+        answers={"accuracy": services.CriterionAnswer(value=3)},
+    )
+    assert selectors.resume_target(user=clinician, study_id=setup.study.pk)[1] == draft.handle
     assert selectors.resume_target(user=setup.outsider, study_id=setup.study.pk) == (set(), None)
     roles, handle = selectors.resume_target(user=setup.coordinator, study_id=setup.study.pk)
     assert StudyMembership.Role.COORDINATOR in roles and handle is None
