@@ -118,7 +118,7 @@ def test_owner_lists_and_revokes_own_tokens_over_the_api(member):
 
 
 def test_staff_list_and_revoke_anybodys_token_over_the_api(member, staff_user):
-    token, secret = create_token(user=member, name="laptop")
+    token, _ = create_token(user=member, name="laptop")
     client = Client()
     client.force_login(staff_user)
     listed = client.get(f"/api/auth/tokens/?user={member.username}").json()
@@ -130,7 +130,7 @@ def test_staff_list_and_revoke_anybodys_token_over_the_api(member, staff_user):
 
 def test_staff_revoke_in_the_admin(member):
     admin = UserFactory(is_staff=True, is_superuser=True)
-    token, secret = create_token(user=member)
+    token, _ = create_token(user=member)
     client = Client()
     client.force_login(admin)
     changelist = reverse("admin:accounts_apitoken_changelist")

@@ -15,7 +15,7 @@ from tests.support.rating_page import log_in, press, rate_url
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _draft_then_log_out(live_server, context, item) -> tuple:
+def _draft_then_log_out(live_server, context, item):
     storage_key = f"medhelm-draft-{item.handle}"
     page = log_in(context, live_server, RATER)
     page.goto(rate_url(live_server, item))
@@ -26,7 +26,7 @@ def _draft_then_log_out(live_server, context, item) -> tuple:
     assert page.evaluate("k => localStorage.getItem(k)", storage_key) is not None
     page.evaluate("() => localStorage.setItem('medhelm-draft-unrelated-check', '{}')")
     context.set_offline(False)
-    return page, storage_key
+    return page
 
 
 def _stored_keys(page) -> list[str]:
@@ -36,7 +36,7 @@ def _stored_keys(page) -> list[str]:
 def test_logout_clears_drafts_with_clear_site_data(live_server, new_context, keyboard_study):
     """The header alone: the login page's script is blocked here."""
     context = new_context()
-    page, storage_key = _draft_then_log_out(live_server, context, keyboard_study.queue[0])
+    page = _draft_then_log_out(live_server, context, keyboard_study.queue[0])
     page.evaluate("() => localStorage.setItem('medhelm-shortcuts-off', '1')")
     context.route(re.compile(r"/accounts/logged_out\.[0-9a-f.]*js$"), lambda route: route.abort())
     with page.expect_response(re.compile(r"/accounts/logout/$")) as logout:
@@ -52,7 +52,7 @@ def test_logout_clears_drafts_without_the_header(live_server, new_context, keybo
     """A browser that ignores Clear-Site-Data: the header is taken off the response here,
     and the login page's script removes the drafts."""
     context = new_context()
-    page, storage_key = _draft_then_log_out(live_server, context, keyboard_study.queue[0])
+    page = _draft_then_log_out(live_server, context, keyboard_study.queue[0])
     page.evaluate("() => localStorage.setItem('medhelm-shortcuts-off', '1')")
 
     def strip_header(route):
