@@ -30,6 +30,8 @@ class TokenLoginApi(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    # No OPTIONS description for anonymous callers: the only method is POST.
+    metadata_class = None
 
     @extend_schema(
         request=LoginSerializer,
