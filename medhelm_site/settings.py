@@ -8,6 +8,7 @@ DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY and ALLOWED_HOSTS; nothing else chan
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -70,13 +71,15 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",  # API tokens (accounts.ApiToken is its token model)
+    "axes",  # login throttling
     "drf_spectacular",
     "medhelm_site.apps.SiteConfig",
     "delphi",
     "annotation",
     "jury",
     "agreement",
+    "accounts",
 ]
 
 MIDDLEWARE = [
@@ -319,7 +322,7 @@ MEDHELM_DEMO_WORKERS = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first, so that an anonymous API request gets 401 with WWW-Authenticate.
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -343,6 +346,47 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
+
+# --- Identity and sessions (accounts/) ------------------------------------------------------
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username
+# from one address, that username is refused from that address for LOGIN_LOCKOUT_MINUTES
+# (the login page says until when; the API answers 429). It covers every password check made
+# for a web request: the login page, the admin's login and POST /api/auth/login/. Staff and a
+# study's coordinators lift a lockout on /accounts/lockouts/; `manage.py unlock_account`.
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.ThrottledLoginBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_positive_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("LOGIN_LOCKOUT_MINUTES", 30))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# A try during a lockout does not push its end further: the time the page shows holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
+# Behind LOGIN_PROXY_COUNT reverse proxies that each append to X-Forwarded-For, the client's
+# address is the one they saw (accounts.backends.client_ip); with 0, REMOTE_ADDR.
+LOGIN_PROXY_COUNT = int(os.environ.get("LOGIN_PROXY_COUNT", "0"))
+AXES_CLIENT_IP_CALLABLE = "accounts.backends.client_ip"
+# API tokens (django-rest-knox): stored as SHA-512 hashes, expiring after API_TOKEN_DAYS, and
+# refused once their owner's password changed (accounts.auth).
+KNOX_TOKEN_MODEL = "accounts.ApiToken"
+# knox's own migrations create its default token table even when the model is swapped out; a
+# table no model knows breaks `flush` on PostgreSQL (it references auth_user). Without them
+# knox's app has no table at all.
+MIGRATION_MODULES = {"knox": None}
+REST_KNOX = {"TOKEN_TTL": timedelta(days=env_positive_int("API_TOKEN_DAYS", 30))}
+# A session ends after SESSION_IDLE_MINUTES without a request (accounts.middleware); the
+# cookie's own age is the same, renewed at most once a minute while the user is active.
+SESSION_IDLE_SECONDS = env_positive_int("SESSION_IDLE_MINUTES", 30) * 60
+SESSION_COOKIE_AGE = SESSION_IDLE_SECONDS
+# After every other middleware (axes' must be last): appended here rather than in the list.
+MIDDLEWARE = [
+    *MIDDLEWARE,
+    "accounts.middleware.IdleSessionMiddleware",
+    "axes.middleware.AxesMiddleware",
+]
+# --- end of identity and sessions ------------------------------------------------------------
 
 LOGGING = {
     "version": 1,

@@ -11,7 +11,6 @@ _message = "registration/message.html"
 
 account_urls = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "password/change/",
         auth_views.PasswordChangeView.as_view(
@@ -65,11 +64,13 @@ account_urls = [
 urlpatterns = [
     path("", annotation_home.home, name="home"),
     path("accounts/", include(account_urls)),
+    path("accounts/", include("accounts.urls")),
     path("studies/", include("annotation.urls")),
     path("delphi/", include("delphi.urls")),
     path("studies/<int:study_id>/jury/", include("jury.urls")),
     path("studies/<int:study_id>/agreement/", include("agreement.urls")),
     path("api/studies/<int:study_id>/agreement/", include(agreement_urls.api)),
+    path("api/auth/", include("accounts.api_urls")),
     path("api/", include("annotation.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("admin/", admin.site.urls),

@@ -61,7 +61,7 @@ def case_texts(i: int, rng: random.Random) -> tuple[str, str, str]:
 
 
 def seed_users(count: int) -> tuple[Any, list, list, list[str]]:
-    """(coordinator, clinicians, their DRF tokens, their session keys). Unusable passwords:
+    """(coordinator, clinicians, their API token secrets, their session keys). Unusable passwords:
     sessions are made here, so nobody logs in with a password."""
     from django.contrib.auth import (
         BACKEND_SESSION_KEY,
@@ -71,7 +71,8 @@ def seed_users(count: int) -> tuple[Any, list, list, list[str]]:
     )
     from django.contrib.auth.hashers import make_password
     from django.contrib.sessions.backends.db import SessionStore
-    from rest_framework.authtoken.models import Token
+
+    from accounts.services import create_token
 
     user_model = get_user_model()
     coordinator = user_model.objects.create(
@@ -87,7 +88,8 @@ def seed_users(count: int) -> tuple[Any, list, list, list[str]]:
             for n in range(count)
         ]
     )
-    tokens = Token.objects.bulk_create([Token(key=Token.generate_key(), user=u) for u in users])
+    # API tokens are hashed (accounts.ApiToken): the secret exists only here, once.
+    tokens = [create_token(user=u, name="bench")[1] for u in users]
     sessions = []
     for u in users:
         s = SessionStore()
@@ -166,7 +168,7 @@ def internal_seed(params: dict[str, Any]) -> dict[str, Any]:
         "items": study.items.count(),
         "assignments": Assignment.objects.filter(study=study).count(),
         "clinicians": [
-            {"username": u.username, "user_id": u.pk, "token": t.key, "session": s}
+            {"username": u.username, "user_id": u.pk, "token": t, "session": s}
             for u, t, s in zip(users, tokens, sessions, strict=True)
         ],
         "timings": timings,

@@ -50,10 +50,12 @@ LEFT_OUT_PREFIXES = {
     "agreement-api:": "JSON API, not a page",
     "annotation-api:": "JSON API, not a page",
     "api:": "JSON API, not a page",
+    "accounts-api:": "JSON API, not a page",
 }
 LEFT_OUT = {
     "api-schema": "OpenAPI schema (YAML), not a page",
     "logout": "POST only; ends on the login page, which is visited",
+    "account-token-revoke": "POST only (a form on the API tokens page)",
     "annotation:assign": "POST only (an action on the dashboard)",
     "annotation:lock": "POST only (an action on the dashboard)",
     "annotation:export": "a file download (CSV/JSON), not a page",
@@ -263,6 +265,9 @@ PAGES = [
     Visit("home", "newcomer"),
     Visit("password_change", "clinician"),
     Visit("password_change_done", "clinician"),
+    Visit("account-tokens", "clinician"),
+    Visit("account-lockouts", "coordinator"),
+    Visit("account-lockouts", "staff"),
     # rating studies
     Visit("annotation:create", "staff"),
     Visit(

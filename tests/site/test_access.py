@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from rest_framework.authtoken.models import Token
 
+from accounts.services import create_token
 from annotation.models import Assignment
 from delphi import services as delphi_services
 from delphi.exports import EXPORT_NAMES
@@ -144,10 +144,10 @@ def test_role_may_write_or_not(client, study_with_members, method, url, payload,
 def test_token_authentication_reaches_the_same_rules(client, study_with_members):
     study_id = study_with_members.study.pk
     url = f"/api/studies/{study_id}/queue/"
-    token = Token.objects.create(user=study_with_members.clinicians[0])
-    assert client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
-    other = Token.objects.create(user=study_with_members.outsider)
-    assert client.get(url, HTTP_AUTHORIZATION=f"Token {other.key}").status_code == 404
+    _, token = create_token(user=study_with_members.clinicians[0])
+    assert client.get(url, HTTP_AUTHORIZATION=f"Token {token}").status_code == 200
+    _, other = create_token(user=study_with_members.outsider)
+    assert client.get(url, HTTP_AUTHORIZATION=f"Token {other}").status_code == 404
     assert client.get(url, HTTP_AUTHORIZATION="Token not-a-token").status_code == 401
 
 

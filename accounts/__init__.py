@@ -1,0 +1,1 @@
+"""Identity and sessions: login throttling, API tokens, idle sessions, logout clean-up."""

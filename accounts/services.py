@@ -1,0 +1,118 @@
+"""Writes about accounts: API tokens made and revoked, lockouts lifted; each with an audit
+row (annotation.audit)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from axes.models import AccessAttempt
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from knox.settings import knox_settings
+
+from accounts.errors import AccountError
+from accounts.models import ApiToken
+from annotation import audit
+from annotation.models import RatingStudy, StudyMembership
+
+TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
+
+
+@dataclass(frozen=True)
+class Username:
+    """The audit target of a lockout lifted for a username no account has."""
+
+    pk: str
+
+
+def create_token(
+    *, user: AbstractBaseUser, name: str = "", expiry: timedelta | None = None
+) -> tuple[ApiToken, str]:
+    """A new API token of `user` and its secret, shown once and stored only as a hash."""
+    name = name.strip()
+    if len(name) > TOKEN_NAME_MAX:
+        raise AccountError(f"A token's name has at most {TOKEN_NAME_MAX} characters.", field="name")
+    with transaction.atomic():
+        token, secret = ApiToken.objects.create(
+            user=user,
+            expiry=expiry or knox_settings.TOKEN_TTL,
+            name=name,
+            password_fingerprint=user.get_session_auth_hash(),
+        )
+        audit.record(
+            actor=user,
+            action="token.create",
+            target=user,
+            after={"token": token.public_id, "name": name, "expiry": token.expiry.isoformat()},
+        )
+    return token, secret
+
+
+def may_manage_token(*, actor: AbstractBaseUser, token: ApiToken) -> bool:
+    return actor.is_staff or token.user_id == actor.pk
+
+
+def revoke_token(*, actor: AbstractBaseUser, token: ApiToken) -> None:
+    """Delete a token: its owner or staff only."""
+    if not may_manage_token(actor=actor, token=token):
+        raise AccountError("Only the token's owner or staff can revoke it.", field="token")
+    with transaction.atomic():
+        audit.record(
+            actor=actor,
+            action="token.revoke",
+            target=token.user,
+            before={"token": token.public_id, "name": token.name},
+        )
+        token.delete()
+
+
+def unlock_study(*, actor: AbstractBaseUser, username: str) -> RatingStudy | None:
+    """The study through which `actor` may lift `username`'s lockout (None for staff).
+
+    Raises AccountError when `actor` may not."""
+    if actor.is_staff:
+        return None
+    coordinated = StudyMembership.objects.filter(
+        user=actor, role=StudyMembership.Role.COORDINATOR, is_active=True
+    ).values("study")
+    membership = (
+        StudyMembership.objects.filter(
+            study__in=coordinated, **{f"user__{get_user_model().USERNAME_FIELD}": username}
+        )
+        .select_related("study")
+        .order_by("study_id")
+        .first()
+    )
+    if membership is None:
+        raise AccountError(
+            "Only staff, or a coordinator of a study this account belongs to, can unlock it.",
+            field="username",
+        )
+    return membership.study
+
+
+def unlock(*, actor: AbstractBaseUser | None, username: str) -> int:
+    """Lift every lockout of `username` (from every address); the number of failure
+    records removed. `actor` None is a management command run by an administrator."""
+    study = None if actor is None else unlock_study(actor=actor, username=username)
+    user_model = get_user_model()
+    target = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
+    with transaction.atomic():
+        attempts = AccessAttempt.objects.filter(username=username)
+        before = {
+            "username": username,
+            "failures": sum(a.failures_since_start for a in attempts),
+            "addresses": sorted({a.ip_address or "" for a in attempts}),
+        }
+        removed, _ = attempts.delete()
+        audit.record(
+            actor=actor,
+            action="account.unlock",
+            target=target if target is not None else Username(pk=username[:64]),
+            study=study,
+            before=before,
+            after={"unlocked": True},
+        )
+    return removed

@@ -1,0 +1,95 @@
+"""Account pages: your API tokens, the lockouts you may lift, and the logout that also
+clears the browser's stored drafts."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+from knox.settings import knox_settings
+
+from accounts import selectors, services
+from accounts.errors import AccountError
+
+# Clear-Site-Data: "storage" makes the browser drop this site's localStorage (the rating
+# page's drafts), sessionStorage and IndexedDB; accounts/static/accounts/logged_out.js
+# clears the drafts on the next page for a browser that ignores the header.
+CLEAR_SITE_DATA = '"storage"'
+
+
+class LogoutView(auth_views.LogoutView):
+    """Django's logout (POST only), then the login page told that this was a logout."""
+
+    def get_success_url(self) -> str:
+        return reverse("login") + "?logged_out=1"
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        response = super().post(request, *args, **kwargs)
+        response["Clear-Site-Data"] = CLEAR_SITE_DATA
+        return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request: HttpRequest) -> HttpResponse:
+    """Your API tokens; a POST makes a new one and shows its secret this once."""
+    new_secret = None
+    error = None
+    if request.method == "POST":
+        try:
+            _, new_secret = services.create_token(
+                user=request.user, name=request.POST.get("name", "")
+            )
+        except AccountError as exc:
+            error = exc.message
+    return render(
+        request,
+        "accounts/tokens.html",
+        {
+            "tokens": selectors.tokens_of(user=request.user),
+            "new_secret": new_secret,
+            "error": error,
+            "ttl_days": knox_settings.TOKEN_TTL.days,
+        },
+        status=400 if error else 200,
+    )
+
+
+@login_required
+@require_POST
+def revoke_token(request: HttpRequest, public_id: str) -> HttpResponse:
+    token = selectors.find_token(public_id=public_id)
+    if token is None or not services.may_manage_token(actor=request.user, token=token):
+        raise Http404("No such token.")
+    services.revoke_token(actor=request.user, token=token)
+    messages.success(request, f"Token {token.name or token.public_id} revoked.")
+    return redirect("account-tokens")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def lockouts(request: HttpRequest) -> HttpResponse:
+    """Lockouts in force that you may lift (staff: all; a coordinator: their studies'
+    members'); a POST lifts one."""
+    if not request.user.is_staff and not selectors.coordinated_usernames(user=request.user):
+        raise Http404("Only staff and study coordinators lift lockouts.")
+    error = None
+    if request.method == "POST":
+        username = request.POST.get("username", "")
+        try:
+            services.unlock(actor=request.user, username=username)
+        except AccountError as exc:
+            error = exc.message
+        else:
+            messages.success(request, f"{username} can log in again.")
+            return redirect("account-lockouts")
+    return render(
+        request,
+        "accounts/lockouts.html",
+        {"lockouts": selectors.lockouts_visible_to(user=request.user), "error": error},
+        status=403 if error else 200,
+    )
