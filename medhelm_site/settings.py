@@ -79,7 +79,7 @@ INSTALLED_APPS = [
     "annotation",
     "jury",
     "agreement",
-    "accounts",
+    "medhelm_site.accounts",
 ]
 
 MIDDLEWARE = [
@@ -322,7 +322,7 @@ MEDHELM_DEMO_WORKERS = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first, so that an anonymous API request gets 401 with WWW-Authenticate.
-        "accounts.auth.ApiTokenAuthentication",
+        "medhelm_site.accounts.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -354,20 +354,21 @@ SPECTACULAR_SETTINGS = {
 # for a web request: the login page, the admin's login and POST /api/auth/login/. Staff and a
 # study's coordinators lift a lockout on /accounts/lockouts/; `manage.py unlock_account`.
 AUTHENTICATION_BACKENDS = [
-    "accounts.backends.ThrottledLoginBackend",
+    "medhelm_site.accounts.backends.ThrottledLoginBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_positive_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("LOGIN_LOCKOUT_MINUTES", 30))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_VERBOSE = False  # no banner on every manage.py command
 AXES_RESET_ON_SUCCESS = True
 # A try during a lockout does not push its end further: the time the page shows holds.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
-AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
+AXES_LOCKOUT_CALLABLE = "medhelm_site.accounts.lockout.lockout_response"
 # Behind LOGIN_PROXY_COUNT reverse proxies that each append to X-Forwarded-For, the client's
 # address is the one they saw (accounts.backends.client_ip); with 0, REMOTE_ADDR.
 LOGIN_PROXY_COUNT = int(os.environ.get("LOGIN_PROXY_COUNT", "0"))
-AXES_CLIENT_IP_CALLABLE = "accounts.backends.client_ip"
+AXES_CLIENT_IP_CALLABLE = "medhelm_site.accounts.backends.client_ip"
 # API tokens (django-rest-knox): stored as SHA-512 hashes, expiring after API_TOKEN_DAYS, and
 # refused once their owner's password changed (accounts.auth).
 KNOX_TOKEN_MODEL = "accounts.ApiToken"
@@ -383,7 +384,7 @@ SESSION_COOKIE_AGE = SESSION_IDLE_SECONDS
 # After every other middleware (axes' must be last): appended here rather than in the list.
 MIDDLEWARE = [
     *MIDDLEWARE,
-    "accounts.middleware.IdleSessionMiddleware",
+    "medhelm_site.accounts.middleware.IdleSessionMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
 # --- end of identity and sessions ------------------------------------------------------------

@@ -72,7 +72,7 @@ def seed_users(count: int) -> tuple[Any, list, list, list[str]]:
     from django.contrib.auth.hashers import make_password
     from django.contrib.sessions.backends.db import SessionStore
 
-    from accounts.services import create_token
+    from medhelm_site.accounts.services import create_token
 
     user_model = get_user_model()
     coordinator = user_model.objects.create(

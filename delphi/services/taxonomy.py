@@ -20,7 +20,7 @@ from medhelm_site.common.text_limits import checked_column_text
 
 MEDHELM_TAXONOMY_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "medhelm_taxonomy.json"
 # HELM's MedHELM benchmarks -> MedHELM category, from crfm-helm's schema_medhelm.yaml
-# (scripts/medhelm_benchmark_map.py wrote it; its "source" names the file and its hash).
+# (fixtures/medhelm_benchmark_map.py wrote it; its "source" names the file and its hash).
 MEDHELM_BENCHMARKS_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "medhelm_benchmarks.json"
 
 

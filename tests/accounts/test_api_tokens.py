@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 from knox.crypto import hash_token
 
-from accounts.models import ApiToken
-from accounts.services import create_token
 from annotation.models import AuditEvent
+from medhelm_site.accounts.models import ApiToken
+from medhelm_site.accounts.services import create_token
 from tests.factories import TEST_PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -170,7 +170,7 @@ def test_unlock_command_with_an_audit_row(member, login_page):
 
 
 def test_client_address_behind_proxies(rf, settings):
-    from accounts.backends import client_ip
+    from medhelm_site.accounts.backends import client_ip
 
     request = rf.get("/", REMOTE_ADDR="10.9.9.9", HTTP_X_FORWARDED_FOR="6.6.6.6, 1.2.3.4")
     settings.LOGIN_PROXY_COUNT = 0

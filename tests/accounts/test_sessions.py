@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import SESSION_KEY
 from django.urls import reverse
 
-from accounts.middleware import LAST_SEEN
+from medhelm_site.accounts.middleware import LAST_SEEN
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +64,7 @@ def test_idle_time_is_configurable(client, member, settings):
 
 
 def test_api_token_requests_are_not_sessions(client, member, study_with_members):
-    from accounts.services import create_token
+    from medhelm_site.accounts.services import create_token
 
     _, secret = create_token(user=member)
     url = f"/api/studies/{study_with_members.study.pk}/queue/"

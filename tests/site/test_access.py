@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from accounts.services import create_token
 from annotation.models import Assignment
 from delphi import services as delphi_services
 from delphi.exports import EXPORT_NAMES
 from delphi.models import Suggestion
+from medhelm_site.accounts.services import create_token
 from tests.delphi.flow import BASE_URL, PanelStudy, make_panel_study
 from tests.factories import TEST_PASSWORD, UserFactory
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("medhelm_site", "delphi", "annotation", "jury", "agreement", "accounts")
+PACKAGES = ("medhelm_site", "delphi", "annotation", "jury", "agreement")
 
 
 def site_modules() -> list[str]:

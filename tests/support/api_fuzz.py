@@ -28,11 +28,11 @@ from schemathesis.core.failures import Failure, FailureGroup
 from schemathesis.core.result import Ok
 from schemathesis.pytest.lazy import get_all_tests
 
-from accounts.services import create_token
 from agreement import services as agreement_services
 from annotation import services as annotation_services
 from annotation.models import Assignment
 from delphi import services as delphi_services
+from medhelm_site.accounts.services import create_token
 from tests.delphi.flow import BASE_URL, make_panel_study
 from tests.factories import FULL_ANSWERS, UserFactory, make_study_with_members
 from tests.support.assignments import assignment_ref

@@ -26,7 +26,7 @@ def test_the_shipped_map_is_what_the_installed_helm_schema_says(tmp_path):
     subprocess.run(
         [
             str(HELM_VENV / "bin" / "python"),
-            str(ROOT / "scripts" / "medhelm_benchmark_map.py"),
+            str(ROOT / "fixtures" / "medhelm_benchmark_map.py"),
             "--out",
             str(out),
         ],

@@ -12,8 +12,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.models import PUBLIC_ID_LENGTH, ApiToken
 from annotation.models import StudyMembership
+from medhelm_site.accounts.models import PUBLIC_ID_LENGTH, ApiToken
 
 
 @dataclass(frozen=True)

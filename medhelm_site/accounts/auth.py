@@ -9,7 +9,7 @@ from django.utils.crypto import constant_time_compare
 from knox.auth import TokenAuthentication
 from rest_framework import exceptions
 
-from accounts.models import ApiToken
+from medhelm_site.accounts.models import ApiToken
 
 
 class ApiTokenAuthentication(TokenAuthentication):

@@ -12,10 +12,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from knox.settings import knox_settings
 
-from accounts.errors import AccountError
-from accounts.models import ApiToken
 from annotation import audit
 from annotation.models import RatingStudy, StudyMembership
+from medhelm_site.accounts.errors import AccountError
+from medhelm_site.accounts.models import ApiToken
 
 TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
 

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from accounts.selectors import lockout_of
+from medhelm_site.accounts.selectors import lockout_of
 
 # Too Many Requests: the API's clients back off on it as on any rate limit.
 STATUS = 429

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from accounts.models import ApiToken
+from medhelm_site.accounts.models import ApiToken
 
 
 class LoginSerializer(serializers.Serializer):

@@ -6,7 +6,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "accounts.auth.ApiTokenAuthentication"
+    target_class = "medhelm_site.accounts.auth.ApiTokenAuthentication"
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema):

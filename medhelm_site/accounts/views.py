@@ -12,11 +12,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from knox.settings import knox_settings
 
-from accounts import selectors, services
-from accounts.errors import AccountError
+from medhelm_site.accounts import selectors, services
+from medhelm_site.accounts.errors import AccountError
 
 # Clear-Site-Data: "storage" makes the browser drop this site's localStorage (the rating
-# page's drafts), sessionStorage and IndexedDB; accounts/static/accounts/logged_out.js
+# page's drafts), sessionStorage and IndexedDB; medhelm_site/accounts/static/accounts/logged_out.js
 # clears the drafts on the next page for a browser that ignores the header.
 CLEAR_SITE_DATA = '"storage"'
 

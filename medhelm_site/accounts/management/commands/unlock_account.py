@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from accounts import services
+from medhelm_site.accounts import services
 
 
 class Command(BaseCommand):

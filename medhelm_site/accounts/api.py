@@ -13,10 +13,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import selectors, services
-from accounts.lockout import lockout_response
-from accounts.models import ApiToken
-from accounts.serializers import (
+from medhelm_site.accounts import selectors, services
+from medhelm_site.accounts.lockout import lockout_response
+from medhelm_site.accounts.models import ApiToken
+from medhelm_site.accounts.serializers import (
     LockedSerializer,
     LoginSerializer,
     NewTokenSerializer,

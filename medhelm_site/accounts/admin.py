@@ -7,8 +7,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from accounts import services
-from accounts.models import ApiToken
+from medhelm_site.accounts import services
+from medhelm_site.accounts.models import ApiToken
 
 
 @admin.register(ApiToken)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from accounts import views
+from medhelm_site.accounts import views
 
 urlpatterns = [
     path("logout/", views.LogoutView.as_view(), name="logout"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from accounts import api
+from medhelm_site.accounts import api
 
 app_name = "accounts-api"
 
