@@ -25,6 +25,10 @@ class IdleSessionMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.META.get("HTTP_AUTHORIZATION", "").startswith("Token "):
+            # An API call authenticated by its token: no session to keep alive (reading it
+            # would cost every such call a query), and a bad token is refused with 401.
+            return self.get_response(request)
         session = getattr(request, "session", None)
         if session is not None and SESSION_KEY in session:
             idle = settings.SESSION_IDLE_SECONDS
