@@ -29,7 +29,8 @@ def _cell(cell: Table2Cell, notes: list[str]) -> str:
     if cell.estimate is None:
         mark = markdown_escape(cell.mark)
         return mark + (_note_number(notes, cell.note) if cell.note is not None else "")
-    return f"{cell.estimate} {cell.interval}" if cell.interval else cell.estimate
+    text = f"{cell.estimate} {cell.interval}" if cell.interval else cell.estimate
+    return text + (_note_number(notes, cell.note) if cell.note is not None else "")
 
 
 def table2_markdown(table: Table2) -> str:

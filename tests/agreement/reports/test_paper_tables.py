@@ -118,7 +118,7 @@ def test_markdown_table_has_one_cell_per_column_and_the_json_values(hostile_snap
     header = [re.sub(r"\\(.)", r"\1", c) for c in _md_cells(lines[0])]
     assert header == ["Items", "n", *(f"{c} ({k})" for c, k in zip(columns, kinds, strict=True))]
     by_cell = _json_cells(snap)
-    checked = 0
+    checked = approximate = 0
     for line in lines[2:]:
         cells = _md_cells(line)
         assert len(cells) == 2 + len(columns), line
@@ -127,14 +127,23 @@ def test_markdown_table_has_one_cell_per_column_and_the_json_values(hostile_snap
         label = re.sub(r"\\(.)", r"\1", cells[0].removeprefix("&emsp;"))
         for column, text in zip(columns, cells[2:], strict=True):
             cell = by_cell[(label, column)]
-            m = re.fullmatch(r"(-?[\d.]+) \((-?[\d.]+), (-?[\d.]+)\)", text)
+            m = re.fullmatch(r"(-?[\d.]+) \((-?[\d.]+), (-?[\d.]+)\)(<sup>\d+</sup>)?", text)
             if m is None:
                 assert cell["status"] != "ok"
                 continue
             assert _close(m.group(1), cell["estimate"])
             assert _close(m.group(2), cell["ci_low"]) and _close(m.group(3), cell["ci_high"])
+            # an interval on fewer items than the simulated coverage was checked for is
+            # marked approximate, with the note saying so; others are not marked
+            below = snap.method["intervals"]["approximate_below_items"]
+            assert (m.group(4) is not None) == (cell["n_items"] < below), (label, column)
+            if m.group(4):
+                note = int(m.group(4)[5:-6])
+                assert f"<sup>{note}</sup> approximate interval" in md
+                approximate += 1
             checked += 1
     assert checked >= len(columns)
+    assert approximate == checked  # the demo-shaped study has fewer than 100 items
 
 
 def test_methods_paragraph_states_the_stored_method(built):
@@ -154,6 +163,9 @@ def test_methods_paragraph_states_the_stored_method(built):
         snap.input_hash,
         *(f"{p} {method['package_versions'][p]}" for p in ("numpy", "pandas", "krippendorff")),
         f"pingouin {method['package_versions']['pingouin']}",
+        method["intervals"]["by_statistic"]["machine_vs_clinicians"],
+        method["intervals"]["by_statistic"]["difference"],
+        f"from {method['intervals']['approximate_below_items']} items on",
     ):
         assert fact in text, fact
     # generated, not written: another stored record gives another paragraph
