@@ -54,7 +54,8 @@ INTERVAL_COVERAGE = (
     "coverage checked by simulation (bench/bench_coverage.py: normal two-way random-effects "
     "studies with raters drawn afresh per study, 2 or 3 raters per item, complete and "
     "incomplete designs): within 1.5 points of the nominal level from {n} items on; with fewer "
-    "items no interval method reached that, so an interval on fewer than {n} items is marked "
+    "items the item bootstrap covers less than its nominal level by more than that (the "
+    "bench's table in bench/README.md), so an interval on fewer than {n} items is marked "
     "approximate"
 )
 #: What a cell's interval on fewer than APPROXIMATE_BELOW_ITEMS items says of itself.

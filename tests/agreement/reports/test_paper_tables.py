@@ -258,3 +258,27 @@ def test_not_estimable_cells_print_the_mark_and_their_reason(db):
             position += 1 if entries[position][0] == 2 else 2
         span, src = entries[position]
         assert span == 2 and plain_text(src) == "n.e."
+
+
+def test_page_states_each_statistics_interval_and_marks_small_cells_approximate(built, client):
+    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+    intervals = snap.method["intervals"]
+    assert intervals["by_statistic"]["machine_vs_clinicians"].startswith(snap.method["ci_method"])
+    client.force_login(built.members.researcher)
+    page = client.get(f"/studies/{built.study.pk}/agreement/{snap.pk}/").content.decode()
+    stated = page.split('data-testid="interval-per-statistic">')[1].split("</dd>")[0]
+    for text in intervals["by_statistic"].values():
+        assert escape(text) in stated
+    assert "bench/bench_coverage.py" in stated
+    ok = [c for c in snap.results["cells"] if c["status"] == "ok" and c["ci_low"] is not None]
+    small = [c for c in ok if c["n_items"] < intervals["approximate_below_items"]]
+    assert small  # the demo-shaped study has fewer items than the threshold
+    assert page.count('data-testid="approximate-interval"') == len(small)
+    diffs = [
+        d for d in snap.results["differences"] if d["status"] == "ok" and d["ci_low"] is not None
+    ]
+    assert diffs and page.count('data-testid="approximate-difference"') == len(diffs)
+    # a report computed before the choice was recorded says so and marks nothing
+    snap.method = {k: v for k, v in snap.method.items() if k != "intervals"}
+    old = renderings.table2(snap.results, snap.method)
+    assert all(c.note is None for row in old.rows for c in row.cells if c.estimate)
