@@ -53,10 +53,12 @@ INTERVAL_BY_STATISTIC = {
 INTERVAL_COVERAGE = (
     "coverage checked by simulation (bench/bench_coverage.py: normal two-way random-effects "
     "studies with raters drawn afresh per study, 2 or 3 raters per item, complete and "
-    "incomplete designs): within 1.5 points of the nominal level from {n} items on; with fewer "
-    "items the item bootstrap covers less than its nominal level by more than that (the "
-    "bench's table in bench/README.md), so an interval on fewer than {n} items is marked "
-    "approximate"
+    "incomplete designs): where every clinician rates every item, within 1.5 points of the "
+    "nominal level from {n} items on; with fewer items the item bootstrap covers less than its "
+    "nominal level by more than that, so an interval on fewer than {n} items is marked "
+    "approximate; where each item is rated by a few of many clinicians (2 of 6 simulated) it "
+    "covered less by more than 1.5 points at 200 items too, and such intervals are not marked "
+    "(bench/README.md)"
 )
 #: What a cell's interval on fewer than APPROXIMATE_BELOW_ITEMS items says of itself.
 APPROXIMATE_NOTE = (
