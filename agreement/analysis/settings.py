@@ -8,6 +8,7 @@ from typing import Any
 from agreement.errors import AgreementError
 from agreement.stats import BOUNDS, MEDHELM_MIN_SHARED_ITEMS, EstimabilityRule
 from agreement.stats.estimability import WIDEST
+from agreement.stats.icc_interval_choice import MIN_ITEMS_CHECKED
 
 ROW_ALL = "All items"
 CLINICIAN_COLUMN = "clinician-clinician"
@@ -39,6 +40,32 @@ ALPHA_FORM = (
 )
 DIFFERENCE_FORM = "machine ICC(3,2) minus clinician-clinician mean ICC(3,2), same resamples"
 CI_METHODS = {"bca": "bootstrap over items, BCa", "percentile": "bootstrap over items, percentile"}
+#: Which interval each statistic of Table 2 is given with, and why it may resample items only
+#: ("{ci}" is the report's CI_METHODS text).
+INTERVAL_BY_STATISTIC = {
+    "machine_vs_clinicians": "{ci}; ICC(3,2) is a consistency form on within-rater z-scores "
+    "(every rater's mean removed), so sampling the raters from a population adds no variance "
+    "that resampling items leaves out",
+    "clinician_clinician": "{ci}; z-scores and every pair's ICC(3,2) recomputed per resample",
+    "alpha": "{ci}, on the ICC's resamples (z-scores, so the rater means do not enter)",
+    "difference": "{ci}; both terms on the same resamples",
+}
+INTERVAL_COVERAGE = (
+    "coverage checked by simulation (bench/bench_coverage.py: normal two-way random-effects "
+    "studies with raters drawn afresh per study, 2 or 3 raters per item, complete and "
+    "incomplete designs): where every clinician rates every item, within 1.5 points of the "
+    "nominal level from {n} items on; with fewer items the item bootstrap covers less than its "
+    "nominal level by more than that, so an interval on fewer than {n} items is marked "
+    "approximate; where each item is rated by a few of many clinicians (2 of 6 simulated) it "
+    "covered less by more than 1.5 points at 200 items too, and such intervals are not marked "
+    "(bench/README.md)"
+)
+#: What a cell's interval on fewer than APPROXIMATE_BELOW_ITEMS items says of itself.
+APPROXIMATE_NOTE = (
+    "approximate interval: fewer than {n} items, where the simulated coverage of the "
+    "interval falls short of its nominal level by more than 1.5 points (Method)"
+)
+APPROXIMATE_BELOW_ITEMS = MIN_ITEMS_CHECKED
 
 
 @dataclass(frozen=True)
@@ -82,6 +109,17 @@ class Settings:
             n=self.min_shared_items,
             bounds=self.rule.bounds_text(),
         )
+
+    def interval_record(self) -> dict[str, Any]:
+        """Which interval each statistic uses, the simulated coverage behind the choice, and
+        the item count below which a cell's interval is marked approximate."""
+        ci = CI_METHODS[self.method]
+        return {
+            "by_statistic": {k: v.format(ci=ci) for k, v in INTERVAL_BY_STATISTIC.items()},
+            "coverage": INTERVAL_COVERAGE.format(n=APPROXIMATE_BELOW_ITEMS),
+            "approximate_below_items": APPROXIMATE_BELOW_ITEMS,
+            "approximate_note": APPROXIMATE_NOTE.format(n=APPROXIMATE_BELOW_ITEMS),
+        }
 
     def boot(self) -> dict[str, Any]:
         """The keyword arguments every bootstrap of the comparison takes."""

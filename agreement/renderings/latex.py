@@ -69,6 +69,8 @@ def _cells(cell: Table2Cell, notes: list[str]) -> str:
             mark += r"\textsuperscript{" + _note_mark(notes.index(cell.note)) + "}"
         return r"\multicolumn{2}{c}{" + mark + "}"
     interval = _interval(cell.interval) if cell.interval else "--"
+    if cell.note is not None:  # an approximate interval
+        interval += r"\textsuperscript{" + _note_mark(notes.index(cell.note)) + "}"
     return f"{_number(cell.estimate)} & {{\\footnotesize {interval}}}"
 
 

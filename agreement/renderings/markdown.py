@@ -32,6 +32,8 @@ def _cell(cell: Table2Cell, notes: list[str]) -> str:
         mark = markdown_escape(cell.mark)
         return mark + (_note_number(notes, cell.note) if cell.note is not None else "")
     text = f"{cell.estimate} {cell.interval}" if cell.interval else cell.estimate
+    if cell.note is not None:  # an approximate interval's note
+        text += _note_number(notes, cell.note)
     for alpha in cell.alphas:
         interval = f" {alpha.interval}" if alpha.interval else ""
         text += f"<br>\u03b1 {alpha.level} {alpha.estimate}{interval}"

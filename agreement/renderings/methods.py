@@ -48,6 +48,21 @@ def _interval(method: Mapping[str, Any]) -> str:
     )
 
 
+def _interval_choice(method: Mapping[str, Any]) -> str:
+    """Which interval each statistic uses and how its coverage was checked (absent from
+    reports computed before it was recorded)."""
+    record = method.get("intervals") or {}
+    by = record.get("by_statistic") or {}
+    if not by:
+        return ""
+    return (
+        f"Intervals: machine vs clinicians, {by.get('machine_vs_clinicians', NOT_RECORDED)}; "
+        f"clinician vs clinician, {by.get('clinician_clinician', NOT_RECORDED)}; "
+        f"Krippendorff's alpha, {by.get('alpha', NOT_RECORDED)}; differences, "
+        f"{by.get('difference', NOT_RECORDED)}. " + _sentence(record.get("coverage", ""))
+    )
+
+
 def _estimability(method: Mapping[str, Any]) -> str:
     rule = method.get("estimability") or {}
     if not rule.get("applied"):
@@ -93,6 +108,7 @@ def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
         if forms.get("alpha")
         else "",
         _interval(method),
+        _interval_choice(method),
         _estimability(method),
         f"Judge verdicts flagged as possibly steered by the evaluated output were "
         f"{method.get('flagged_verdicts', NOT_RECORDED)}.",

@@ -37,7 +37,8 @@ class AlphaText:
 @dataclass(frozen=True)
 class Table2Cell:
     """One printed cell: ``estimate``/``interval`` as text (digits fixed), or a ``mark`` (the
-    reason in ``note``) where there is no number; the raw values stay for checks."""
+    reason in ``note``) where there is no number; a ``note`` beside a number says its interval
+    is approximate; the raw values stay for checks."""
 
     estimate: str | None
     interval: str | None
@@ -111,15 +112,36 @@ def _alphas(c: Mapping[str, Any], digits: int) -> tuple[AlphaText, ...]:
     return tuple(out)
 
 
-def _cell(c: Mapping[str, Any] | None, notes: list[str], digits: int) -> Table2Cell:
+def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | None:
+    """The note an interval gets when its cell has fewer items than the report's simulated
+    coverage was checked for (``method["intervals"]``); None for other cells, cells with no
+    interval and reports computed before the check was recorded."""
+    record = method.get("intervals") or {}
+    below, n = record.get("approximate_below_items"), c.get("n_items")
+    if not (finite(below) and finite(n) and finite(c.get("ci_low")) and finite(c.get("ci_high"))):
+        return None
+    return str(record.get("approximate_note")) if float(n) < float(below) else None
+
+
+def _cell(
+    c: Mapping[str, Any] | None,
+    notes: list[str],
+    digits: int,
+    method: Mapping[str, Any] | None = None,
+) -> Table2Cell:
     if c is None:
         return Table2Cell(estimate=None, interval=None, mark=DASH)
     status = c.get("status")
     if status == "ok" and finite(c.get("estimate")):
         lo, hi = c.get("ci_low"), c.get("ci_high")
+        interval = _interval(lo, hi, digits)
+        note = approximate_note(c, method or {}) if interval else None
+        if note is not None and note not in notes:
+            notes.append(note)
         return Table2Cell(
             estimate=fmt(c["estimate"], digits),
-            interval=_interval(lo, hi, digits),
+            interval=interval,
+            note=note,
             value=c["estimate"],
             ci_low=lo,
             ci_high=hi,
@@ -170,7 +192,7 @@ def table2(results: Mapping[str, Any], method: Mapping[str, Any], *, digits: int
                 group=str(group),
                 label=str(label),
                 n_items=_n_items(row_cells),
-                cells=[_cell(c, notes, digits) for c in row_cells],
+                cells=[_cell(c, notes, digits, method) for c in row_cells],
             )
         )
     return Table2(caption=caption(results, method), columns=columns, rows=rows, notes=notes)

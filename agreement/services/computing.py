@@ -216,6 +216,7 @@ def _method(
             "ci_method": analysis.CI_METHODS[parameters["ci_method"]],
             "ci_method_key": parameters["ci_method"],
             "bootstrap": METHOD_TEXT["bootstrap"],
+            "intervals": s.interval_record(),
             **{key: parameters[key] for key in RECORDED_PARAMETERS},
             "bands": METHOD_TEXT["bands"],
             "sensitivity": METHOD_TEXT["sensitivity"],

@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 
 from agreement import analysis, plots
 from agreement.models import ReportSnapshot
+from agreement.renderings.table2 import approximate_note
 from agreement.renderings.table2 import caption as table2_caption
 from agreement.services.exports import methods_text, stated_method
 
@@ -40,7 +41,9 @@ def _alphas(cell: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
+def _display(
+    cell: dict[str, Any] | None, method: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     if cell is None:
         return None
     if cell.get("status") == "not_estimable":  # the reason instead of any number
@@ -50,11 +53,15 @@ def _display(cell: dict[str, Any] | None) -> dict[str, Any] | None:
         "estimate_text": plots.fmt(cell.get("estimate")),
         "ci_text": plots.fmt_ci(cell.get("ci_low"), cell.get("ci_high")),
         "alphas": _alphas(cell),
+        "approximate_note": approximate_note(cell, method or {}),
     }
 
 
-def wide_table(results: dict[str, Any], section: str) -> list[dict[str, Any]]:
-    """Rows of one section, each with its cells in column order (None where missing)."""
+def wide_table(
+    results: dict[str, Any], section: str, method: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Rows of one section, each with its cells in column order (None where missing); a
+    cell's interval on fewer items than ``method`` checked is marked approximate."""
     columns = [c["column"] for c in results.get("columns", [])]
     cells = [c for c in results.get("cells", []) if c["section"] == section]
     order = list(dict.fromkeys((c["row_group"], c["row"]) for c in cells))
@@ -63,7 +70,7 @@ def wide_table(results: dict[str, Any], section: str) -> list[dict[str, Any]]:
         {
             "group": group,
             "label": row,
-            "cells": [_display(index.get((group, row, col))) for col in columns],
+            "cells": [_display(index.get((group, row, col)), method) for col in columns],
         }
         for group, row in order
     ]
@@ -77,11 +84,11 @@ def body_context(snapshot: ReportSnapshot, figures: list[dict[str, str | None]])
         "study": snapshot.study,
         "snapshot": snapshot,
         "columns": results.get("columns", []),
-        "table2": wide_table(results, "overall"),
+        "table2": wide_table(results, "overall", method),
         "table2_caption": table2_caption(results, method),
         "methods_paragraph": methods_text(snapshot),
-        "per_criterion": wide_table(results, "criterion"),
-        "differences": [_display(d) for d in results.get("differences", [])],
+        "per_criterion": wide_table(results, "criterion", method),
+        "differences": [_display(d, method) for d in results.get("differences", [])],
         "jury": results.get("jury", {}),
         "computed_on": results.get("computed_on"),
         "leaderboard": results.get("leaderboard", {}),

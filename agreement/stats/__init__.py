@@ -2,7 +2,8 @@
 
 ICC on complete matrices (:mod:`.icc`, :mod:`.icc_forms`, :mod:`.icc_intervals`,
 :mod:`.icc_batch`) and incomplete designs (:mod:`.icc_oneway`, :mod:`.icc_incomplete`,
-:mod:`.reml`); Krippendorff's alpha (:mod:`.alpha`, per resample :mod:`.alpha_batch`); the item bootstrap (:mod:`.bootstrap`);
+:mod:`.reml`); the interval each ICC form is reported with (:mod:`.icc_interval_choice`);
+simulated studies for checking coverage (:mod:`.simulation`); Krippendorff's alpha (:mod:`.alpha`, per resample :mod:`.alpha_batch`); the item bootstrap (:mod:`.bootstrap`);
 MedHELM's method on the long score table (:mod:`.medhelm`); when an estimate is not
 estimable (:mod:`.estimability`); Koo & Li bands (:mod:`.bands`); HELM mean win rate
 (:mod:`.winrate`); sample sizes for a rating study (:mod:`.planning`) and the simulation of a
@@ -45,6 +46,7 @@ from .icc_forms import (
     canonical_form,
 )
 from .icc_incomplete import RemlIcc, icc_reml
+from .icc_interval_choice import FORM_INTERVAL, INTERVAL_METHODS, IccInterval, icc_interval
 from .icc_oneway import OneWayIcc, icc_oneway_unbalanced
 from .medhelm import (
     ALPHA_LEVELS,
@@ -72,6 +74,8 @@ __all__ = [
     "ALPHA_LEVELS",
     "BOUNDS",
     "FORMS",
+    "FORM_INTERVAL",
+    "INTERVAL_METHODS",
     "MEDHELM_MIN_SHARED_ITEMS",
     "OUT_OF_BOUNDS",
     "REASON_CODES",
@@ -85,6 +89,7 @@ __all__ = [
     "DifferenceStatistic",
     "EstimabilityRule",
     "IccEstimate",
+    "IccInterval",
     "IccStatistic",
     "IccTable",
     "ItemStatistic",
@@ -116,6 +121,7 @@ __all__ = [
     "icc_batch_all",
     "icc_bootstrap",
     "icc_from_long",
+    "icc_interval",
     "icc_matrix_from_long",
     "icc_oneway_unbalanced",
     "icc_reml",

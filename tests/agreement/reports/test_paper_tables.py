@@ -143,7 +143,7 @@ def test_markdown_table_has_one_cell_per_column_and_the_json_values(hostile_snap
     header = [re.sub(r"\\(.)", r"\1", c) for c in _md_cells(lines[0])]
     assert header == ["Items", "n", *(f"{c} ({k})" for c, k in zip(columns, kinds, strict=True))]
     by_cell = _json_cells(snap)
-    checked = alphas = 0
+    checked = alphas = approximate = 0
     number = r"(-?[\d.]+) \((-?[\d.]+), (-?[\d.]+)\)"
     for line in lines[2:]:
         cells = _md_cells(line)
@@ -154,12 +154,20 @@ def test_markdown_table_has_one_cell_per_column_and_the_json_values(hostile_snap
         for column, text in zip(columns, cells[2:], strict=True):
             cell = by_cell[(label, column)]
             icc, *alpha_lines = text.split("<br>")
-            m = re.fullmatch(number, icc)
+            m = re.fullmatch(number + r"(<sup>\d+</sup>)?", icc)
             if m is None:
                 assert cell["status"] != "ok" and not alpha_lines
                 continue
             assert _close(m.group(1), cell["estimate"])
             assert _close(m.group(2), cell["ci_low"]) and _close(m.group(3), cell["ci_high"])
+            # an interval on fewer items than the simulated coverage was checked for is
+            # marked approximate, with the note saying so; others are not marked
+            below = snap.method["intervals"]["approximate_below_items"]
+            assert (m.group(4) is not None) == (cell["n_items"] < below), (label, column)
+            if m.group(4):
+                note = int(m.group(4)[5:-6])
+                assert f"<sup>{note}</sup> approximate interval" in md
+                approximate += 1
             checked += 1
             levels = [lv for lv in ("interval", "ordinal") if cell.get(f"alpha_{lv}") is not None]
             assert len(alpha_lines) == len(levels), text
@@ -172,6 +180,7 @@ def test_markdown_table_has_one_cell_per_column_and_the_json_values(hostile_snap
                 alphas += 1
     assert checked >= len(columns)
     assert alphas >= len(columns)
+    assert approximate == checked  # the demo-shaped study has fewer than 100 items
 
 
 def test_methods_paragraph_states_the_stored_method(built):
@@ -191,6 +200,9 @@ def test_methods_paragraph_states_the_stored_method(built):
         snap.input_hash,
         *(f"{p} {method['package_versions'][p]}" for p in ("numpy", "pandas", "krippendorff")),
         f"pingouin {method['package_versions']['pingouin']}",
+        method["intervals"]["by_statistic"]["machine_vs_clinicians"],
+        method["intervals"]["by_statistic"]["difference"],
+        f"from {method['intervals']['approximate_below_items']} items on",
     ):
         assert fact in text, fact
     # generated, not written: another stored record gives another paragraph
@@ -283,3 +295,27 @@ def test_not_estimable_cells_print_the_mark_and_their_reason(db):
             position += 1 if entries[position][0] == 2 else 2
         span, src = entries[position]
         assert span == 2 and plain_text(src) == "n.e."
+
+
+def test_page_states_each_statistics_interval_and_marks_small_cells_approximate(built, client):
+    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+    intervals = snap.method["intervals"]
+    assert intervals["by_statistic"]["machine_vs_clinicians"].startswith(snap.method["ci_method"])
+    client.force_login(built.members.researcher)
+    page = client.get(f"/studies/{built.study.pk}/agreement/{snap.pk}/").content.decode()
+    stated = page.split('data-testid="interval-per-statistic">')[1].split("</dd>")[0]
+    for text in intervals["by_statistic"].values():
+        assert escape(text) in stated
+    assert "bench/bench_coverage.py" in stated
+    ok = [c for c in snap.results["cells"] if c["status"] == "ok" and c["ci_low"] is not None]
+    small = [c for c in ok if c["n_items"] < intervals["approximate_below_items"]]
+    assert small  # the demo-shaped study has fewer items than the threshold
+    assert page.count('data-testid="approximate-interval"') == len(small)
+    diffs = [
+        d for d in snap.results["differences"] if d["status"] == "ok" and d["ci_low"] is not None
+    ]
+    assert diffs and page.count('data-testid="approximate-difference"') == len(diffs)
+    # a report computed before the choice was recorded says so and marks nothing
+    snap.method = {k: v for k, v in snap.method.items() if k != "intervals"}
+    old = renderings.table2(snap.results, snap.method)
+    assert all(c.note is None for row in old.rows for c in row.cells if c.estimate)

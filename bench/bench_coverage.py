@@ -1,0 +1,208 @@
+"""Coverage of every interval the reports print, by simulation (issue 21).
+
+Simulates normal two-way random-effects studies (agreement.stats.simulation: item SD 1,
+rater SD 0.3, error SD 1, fresh raters per study; complete designs and an incomplete one
+where each item is rated by 2 of 6 raters) and, per design and interval, prints the share of
+studies whose interval covers the true value, the mean width, the nominal level and the Monte
+Carlo standard error of the coverage. Every interval is computed by the library's own
+functions, so a regression in them shows here.
+
+    .venv/bin/python bench/bench_coverage.py                  # default (about 10 min, 1 core)
+    .venv/bin/python bench/bench_coverage.py --jobs 2         # same figures, 2 processes
+    .venv/bin/python bench/bench_coverage.py --items 30,50,200,2000 --studies 1000
+
+Intervals:
+- ICC(A,1), ICC(C,1), ICC(A,k), ICC(C,k) of the complete matrix: the item bootstrap (BCa and
+  percentile, agreement.stats.icc_bootstrap: what the library gave for every form before
+  issue 21), the F interval (agreement.stats.icc) and the interval the library now reports
+  (agreement.stats.icc_interval, "chosen").
+- The MedHELM statistics of Table 2, on within-rater z-scores, with the reports' interval
+  (item bootstrap, BCa): the machine's ICC(3,2) against the clinicians' mean, its interval
+  alpha, the clinician-pair mean ICC(3,2), the clinicians' interval alpha, and the machine
+  minus clinician-pair difference.
+The ICC forms are not computed on the incomplete design: the library has no interval for
+them there (icc_reml gives the point estimate only), and no report prints one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agreement.stats import (
+    BOUNDS,
+    MEDHELM_MIN_SHARED_ITEMS,
+    EstimabilityRule,
+    bootstrap_clinician_alpha,
+    bootstrap_clinician_pairwise,
+    bootstrap_machine_minus_clinicians,
+    bootstrap_machine_with_alpha,
+    icc,
+)
+from agreement.stats.bootstrap import IccStatistic, bootstrap_cis
+from agreement.stats.icc_interval_choice import FORM_INTERVAL, icc_interval
+from agreement.stats.simulation import (
+    MACHINE,
+    Design,
+    Tally,
+    score_table,
+    simulate_matrix,
+    true_values,
+)
+
+ICC_FORMS = ("ICC(A,1)", "ICC(C,1)", "ICC(A,k)", "ICC(C,k)")
+CONFIDENCE = 0.95
+Row = tuple[str, str, float, float, bool]  # (statistic, interval, low, high, approximate)
+#: The reports' default estimability rule (agreement.analysis.Settings): the pair mean and the
+#: difference leave out pairs sharing fewer items and pair ICCs outside the bounds.
+REPORT_RULE = EstimabilityRule(
+    max_ci_width=1.0, min_shared_items=MEDHELM_MIN_SHARED_ITEMS, bounds=BOUNDS
+)
+
+
+def icc_rows(x: np.ndarray, seed: int, n_resamples: int) -> list[Row]:
+    """The ICC forms' intervals of one complete study."""
+    out: list[Row] = []
+    stats = [IccStatistic(x, f) for f in ICC_FORMS]
+    boots = bootstrap_cis(stats, n_resamples=n_resamples, confidence=CONFIDENCE, seed=seed)
+    table = icc(x, confidence=CONFIDENCE)
+    for form, boot in zip(ICC_FORMS, boots, strict=True):
+        out.append((form, "item bootstrap BCa", boot.bca_ci[0], boot.bca_ci[1], False))
+        out.append(
+            (form, "item bootstrap percentile", *boot.percentile_ci, False)  # type: ignore[arg-type]
+        )
+        f_row = table.get(form)
+        out.append((form, "F (McGraw & Wong)", f_row.ci_low, f_row.ci_high, False))
+        chosen = icc_interval(x, form=form, n_resamples=n_resamples, seed=seed)
+        out.append(
+            (form, f"chosen: {chosen.method}", chosen.ci_low, chosen.ci_high, chosen.approximate)
+        )
+    return out
+
+
+def medhelm_rows(x: np.ndarray, machine: np.ndarray, seed: int, n_resamples: int) -> list[Row]:
+    """The Table 2 statistics' intervals (item bootstrap BCa, as the reports compute them)."""
+    scores = score_table(x, machine)
+    kw = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": seed}
+    kw_drop = {**kw, "on_degenerate": "drop"}
+    out: list[Row] = []
+    b = bootstrap_machine_with_alpha(scores, machine=MACHINE, **kw_drop)
+    out.append(
+        ("machine ICC(3,2)", "report: item bootstrap BCa", b["icc"].ci_low, b["icc"].ci_high, False)
+    )
+    a = b["alpha_interval"]
+    out.append(
+        ("machine alpha (interval)", "report: item bootstrap BCa", a.ci_low, a.ci_high, False)
+    )
+    clin = scores.loc[scores["rater_kind"] == "clinician"]
+    p = bootstrap_clinician_pairwise(clin, rule=REPORT_RULE, **kw_drop)
+    out.append(
+        ("clinician pair mean ICC(3,2)", "report: item bootstrap BCa", p.ci_low, p.ci_high, False)
+    )
+    ca = bootstrap_clinician_alpha(clin, **kw_drop)["alpha_interval"]
+    out.append(
+        ("clinician alpha (interval)", "report: item bootstrap BCa", ca.ci_low, ca.ci_high, False)
+    )
+    d = bootstrap_machine_minus_clinicians(scores, machine=MACHINE, rule=REPORT_RULE, **kw_drop)
+    out.append(
+        ("machine - clinician pairs", "report: item bootstrap BCa", d.ci_low, d.ci_high, False)
+    )
+    return out
+
+
+def run_block(
+    design: Design, seeds: list[int], n_resamples: int, with_icc: bool, with_medhelm: bool
+) -> list[list[Row]]:
+    """The rows of each study of one block (a study's data and resamples come from its seed)."""
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        x, machine = simulate_matrix(rng, design)
+        rows: list[Row] = []
+        if with_icc and design.complete:
+            rows += icc_rows(x, seed, n_resamples)
+        if with_medhelm:
+            try:
+                rows += medhelm_rows(x, machine, seed, n_resamples)
+            except ValueError as exc:  # no estimate on this study: counted as undefined
+                rows.append(("medhelm", f"error: {exc}", np.nan, np.nan, False))
+        out.append(rows)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", default="50,200", help="item counts, comma-separated")
+    parser.add_argument("--studies", type=int, default=1000, help="studies per design (ICC forms)")
+    parser.add_argument(
+        "--medhelm-studies", type=int, default=400, help="studies per design (MedHELM statistics)"
+    )
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=20261205)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--no-medhelm", action="store_true", help="ICC forms only")
+    args = parser.parse_args()
+    items = [int(v) for v in args.items.split(",")]
+    designs = []
+    for n in items:
+        designs += [Design(n, 2, 2), Design(n, 3, 3), Design(n, 6, 2)]
+    started = time.perf_counter()
+    root = np.random.SeedSequence(args.seed)
+    print(
+        f"coverage of nominal {CONFIDENCE:.0%} intervals; {args.studies} studies per design for "
+        f"the ICC forms, {args.medhelm_studies} for the MedHELM statistics; {args.resamples} "
+        f"resamples; seed {args.seed}; item SD 1, rater SD 0.3, error SD 1"
+    )
+    print(f"chosen interval per form: {FORM_INTERVAL}")
+    header = "| design | statistic | interval | truth | coverage | MC error | mean width | undefined | approximate |"
+    print(header)
+    print("|---|---|---|---|---|---|---|---|---|")
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for design, child in zip(designs, root.spawn(len(designs)), strict=True):
+            n_studies = max(args.studies, 0 if args.no_medhelm else args.medhelm_studies)
+            seeds = [int(s.generate_state(1)[0]) for s in child.spawn(n_studies)]
+            blocks = [seeds[i : i + 25] for i in range(0, n_studies, 25)]
+            futures = []
+            for block_start, block in zip(range(0, n_studies, 25), blocks, strict=True):
+                with_icc = block_start < args.studies
+                with_medhelm = not args.no_medhelm and block_start < args.medhelm_studies
+                futures.append(
+                    pool.submit(run_block, design, block, args.resamples, with_icc, with_medhelm)
+                )
+            truths = true_values(design)
+            tallies: dict[tuple[str, str], Tally] = {}
+            for fut in futures:
+                for rows in fut.result():
+                    for stat, interval, low, high, approx in rows:
+                        if interval.startswith("error"):
+                            print(f"  {design.label}: {interval}", file=sys.stderr)
+                            for name in truths:
+                                if not name.startswith("ICC("):
+                                    t = tallies.setdefault(
+                                        (name, "report: item bootstrap BCa"),
+                                        Tally(truths[name], CONFIDENCE),
+                                    )
+                                    t.add(np.nan, np.nan)
+                            continue
+                        truth = truths[stat]
+                        t = tallies.setdefault((stat, interval), Tally(truth, CONFIDENCE))
+                        t.add(low, high, approximate=approx)
+            for (stat, interval), t in tallies.items():
+                print(
+                    f"| {design.label} | {stat} | {interval} | {t.truth:.3f} | "
+                    f"{t.coverage:.1%} | {t.mc_error:.1%} | {t.mean_width:.3f} | "
+                    f"{t.undefined} of {t.n} | {t.approximate} of {t.n} |",
+                    flush=True,
+                )
+    print(f"wall time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
