@@ -27,6 +27,7 @@ from agreement.input_status import incomplete_message, input_status
 from agreement.models import ReportJob, ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
+from medhelm_site.csp import with_self_contained_policy
 
 
 class ReportForm(forms.Form):
@@ -278,6 +279,9 @@ def figure_response(snapshot: ReportSnapshot, key: str, fmt: str) -> HttpRespons
     response = HttpResponse(content, content_type=plots.FIGURE_FORMATS[fmt][0])
     name = f"agreement-{snapshot.study_id}-{snapshot.pk}-{key}.{fmt}"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
+    if fmt == "svg":
+        # matplotlib's SVG carries its own <style> and style attributes: allowed by hash
+        return with_self_contained_policy(response, content)
     return response
 
 
