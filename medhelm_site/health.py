@@ -16,7 +16,6 @@ from typing import Any
 
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeoutError
-
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse

@@ -65,7 +65,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = 
         lambda m: f"{m['k']}{m['q']}{REDACTED}",
     ),
     # user:password@ in any URL
-    (re.compile(r"(?P<s>[a-z][a-z0-9+.-]*://[^:/@\s]*):[^@/\s]+@", re.IGNORECASE), r"\g<s>:" + REDACTED + "@"),
+    (
+        re.compile(r"(?P<s>[a-z][a-z0-9+.-]*://[^:/@\s]*):[^@/\s]+@", re.IGNORECASE),
+        r"\g<s>:" + REDACTED + "@",
+    ),
     # the tokens in paths: /delphi/join/<token>/ and /accounts/password/reset/<uid>/<token>/
     (re.compile(r"(/join/)[^/\s?\"']+"), r"\1" + REDACTED),
     (re.compile(r"(/password/reset/)(?!sent/|done/)[^/\s?\"']+/[^/\s?\"']+"), r"\1" + REDACTED),
@@ -214,4 +217,3 @@ class RequestLogMiddleware:
             },
         )
         return response
-
