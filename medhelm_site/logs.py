@@ -120,13 +120,13 @@ class Redactor:
 redact = Redactor()
 
 
-def redact_value(name: str, value: Any) -> Any:
+def redact_value(name: str, value: Any, redactor: Callable[[str], str] = redact) -> Any:
     """An extra field's value as it may be logged: a secret-named one redacted, text
     scrubbed, anything else left to the formatter."""
     if SECRET_NAME.search(name):
         return REDACTED
     if isinstance(value, str):
-        return redact(value)
+        return redactor(value)
     return value
 
 
@@ -137,7 +137,12 @@ _RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "ascti
 class RedactSecrets(logging.Filter):
     """Removes secrets from a record's message, traceback and extra fields (see the module)."""
 
+    def __init__(self, name: str = "") -> None:
+        super().__init__(name)
+        self.redact = Redactor()
+
     def filter(self, record: logging.LogRecord) -> bool:
+        redact = self.redact
         try:
             message = record.getMessage()
         except Exception:  # a bad format string: keep what was given, never drop the record
@@ -152,7 +157,7 @@ class RedactSecrets(logging.Filter):
             record.stack_info = redact(record.stack_info)
         for name in set(vars(record)) - _RECORD_FIELDS:
             if name != "request":
-                setattr(record, name, redact_value(name, getattr(record, name)))
+                setattr(record, name, redact_value(name, getattr(record, name), redact))
         return True
 
 
