@@ -105,3 +105,10 @@ def test_readyz_with_a_real_worker_is_200(client, tmp_path, settings):
     response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json()["checks"]["workers"]["seen"] == 0
+
+
+def test_probes_over_plain_http_are_not_redirected_to_https(client, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    assert client.get("/healthz").status_code == 200
+    # a page is redirected, the probes are exempt
+    assert client.get("/accounts/login/").status_code == 301
