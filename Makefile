@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install chromium axe latex lint bench clean
+.PHONY: demo test install chromium axe latex helm lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +53,19 @@ latex:
 	  else echo "pdflatex is missing: install Debian's texlive-latex-recommended for the LaTeX test." >&2; fi; \
 	fi
 
-test: install chromium axe latex
+# crfm-helm in a venv of its own (its pins clash with the site's): the import tests run its
+# helm-run offline with the built-in simple/model1 model to make real HELM suites.
+HELM_VERSION := 0.5.16
+HELM_VENV := .cache/helm-venv
+HELM_STAMP := $(HELM_VENV)/.installed-crfm-helm-$(HELM_VERSION)
+$(HELM_STAMP):
+	$(PYTHON) -m venv $(HELM_VENV)
+	$(HELM_VENV)/bin/python -m pip install --quiet crfm-helm==$(HELM_VERSION)
+	touch $(HELM_STAMP)
+
+helm: $(HELM_STAMP)
+
+test: install chromium axe latex helm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install

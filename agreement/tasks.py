@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from agreement.services.jobs import COMPUTE_REPORT_TASK, run_report_job
+from agreement.services.planning import SIMULATE_DESIGN_TASK, run_simulation
+from agreement.stats.planning_sim import DesignSpec
 
 
 @shared_task(name=COMPUTE_REPORT_TASK, bind=True, acks_late=True, max_retries=3)
@@ -17,3 +21,16 @@ def compute_report(self, job_id: int) -> dict[str, object]:
     except (OperationalError, InterfaceError) as exc:
         raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
     return {"job": job_id, "status": job.status, "snapshot": job.snapshot_id}
+
+
+@shared_task(name=SIMULATE_DESIGN_TASK, bind=True)
+def simulate_design_task(self, study_id: int, spec: dict[str, Any]) -> dict[str, Any]:
+    """Simulate a planned design (agreement.services.planning), reporting progress as the
+    PROGRESS state with done/total. Pure computation on its arguments: safe to run twice."""
+
+    def progress(done: int, total: int) -> None:
+        self.update_state(
+            state="PROGRESS", meta={"study_id": study_id, "done": done, "total": total}
+        )
+
+    return run_simulation(DesignSpec(**spec), study_id=study_id, progress=progress)

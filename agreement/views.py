@@ -27,6 +27,7 @@ from agreement.input_status import incomplete_message, input_status
 from agreement.models import ReportJob, ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
+from jury import metric_jobs
 from medhelm_site.csp import with_self_contained_policy
 
 
@@ -136,7 +137,7 @@ def reports(request: HttpRequest, study_id: int) -> HttpResponse:
         {
             "study": study,
             "form": form,
-            "input_status": status,
+            **_machine_scores(study, status, back=request.get_full_path()),
             "rows": rows,
             "jobs": selectors.open_and_failed_jobs(study=study),
             "is_coordinator": Role.COORDINATOR in roles,
@@ -232,10 +233,26 @@ def machine_status(request: HttpRequest, study_id: int, report_id: int) -> HttpR
         "agreement/_input_status.html",
         {
             "study": study,
-            "status": input_status(study=study),
             "is_coordinator": Role.COORDINATOR in roles,
+            **_machine_scores(
+                study,
+                input_status(study=study),
+                back=reverse("agreement:report", args=[study.pk, report_id]),
+            ),
         },
     )
+
+
+def _machine_scores(study: RatingStudy, status: dict[str, Any], *, back: str) -> dict[str, Any]:
+    """What agreement/_input_status.html shows besides the study: the judges and imported
+    metrics of `status`, and the site's own metrics with their jobs (jury/_metric_states)."""
+    own = set(metric_jobs.ALL_METRICS)
+    return {
+        "status": status,
+        "imported_metrics": [m for m in status["metrics"] if m["metric"] not in own],
+        "back": back,
+        **metric_jobs.metric_panel(study=study),
+    }
 
 
 #: Where the stored body goes in the rendered page. A comment the template writes itself:

@@ -13,7 +13,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from annotation.models import RatingStudy, StudyMembership
+from annotation.models import Assignment, RatingStudy, StudyMembership
+from annotation.selectors import rater_assignment as _rater_assignment_row
 from annotation.selectors import study_with_roles
 from annotation.services.membership import acting_roles
 
@@ -45,3 +46,24 @@ def get_study_for_user(
             )
         raise PermissionDenied("Your role in this study does not allow this.")
     return study, roles
+
+
+def rater_assignment(
+    *, user: AbstractBaseUser, handle: str, study_id: int | None = None
+) -> Assignment | None:
+    """The user's own assignment with this handle (in this study, if given), with its study
+    and item, if they act as a clinician of its study; None when they have no such
+    assignment.
+
+    The same answers as get_study_for_user(allowed_roles=[CLINICIAN]) and then the lookup,
+    in one query where the user rates there (the hot path: the rating page and the submit):
+    otherwise the full check runs and raises its 404 or 403.
+    """
+    assignment = _rater_assignment_row(user=user, handle=handle, study_id=study_id)
+    if assignment is not None and assignment.rates_in_study:
+        return assignment  # an active clinician acts as one (services.membership.acting_roles)
+    if assignment is not None:
+        study_id = assignment.study_id
+    if study_id is not None:
+        get_study_for_user(user=user, study_id=study_id, allowed_roles=[Role.CLINICIAN])
+    return assignment

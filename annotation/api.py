@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors, services
-from annotation.access import STUDY_READERS, Role, get_study_for_user
+from annotation.access import STUDY_READERS, Role, get_study_for_user, rater_assignment
 from annotation.models import Assignment, RatingStudy
 from annotation.serializers import (
     AnswersSerializer,
@@ -37,12 +37,9 @@ from medhelm_site.common.rest import loads_json
 
 def _own_assignment(request: Request, handle: str) -> Assignment:
     """The requesting clinician's own assignment, else 404 (it is none of their business)."""
-    assignment = selectors.clinician_assignment(user=request.user, handle=handle)
+    assignment = rater_assignment(user=request.user, handle=handle)
     if assignment is None:
         raise Http404("No such assignment in your queue.")
-    get_study_for_user(
-        user=request.user, study_id=assignment.study_id, allowed_roles=[Role.CLINICIAN]
-    )
     return assignment
 
 
@@ -163,7 +160,17 @@ class SubmitApi(APIView):
 
     @extend_schema(request=AnswersSerializer, responses=RaterItemSerializer)
     def post(self, request: Request, handle: str) -> Response:
-        return _write_answers(request, handle, services.submit_assignment)
+        assignment = _own_assignment(request, handle)
+        answers, seconds = _answers(request.data)
+        # The answer is built from what the service wrote (no read back: the hot path).
+        submitted = services.submit_answers(
+            assignment_id=assignment.pk,
+            clinician=request.user,
+            answers=answers,
+            time_spent_seconds=seconds,
+        )
+        view = selectors.rater_item(assignment=submitted.assignment, answers=submitted.answers)
+        return Response(RaterItemSerializer(view).data)
 
 
 class FlagApi(APIView):

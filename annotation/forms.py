@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 
-from annotation.models import RatingStudy, RubricCriterion
+from annotation.models import ImportJob, RatingStudy, RubricCriterion
 from delphi.models import TaxonomyVersion
 from medhelm_site.common.text_limits import column_max_length
 
@@ -91,6 +91,22 @@ class ImportForm(forms.Form):
         help_text="Detected unless you choose one: the page says which format was read and why.",
     )
     file = forms.FileField()
+    on_bad_run = forms.ChoiceField(
+        choices=ImportJob.OnBadRun.choices,
+        initial=ImportJob.OnBadRun.REFUSE,
+        required=False,  # absent: refuse
+        label="A bad run in a HELM suite",
+        help_text="For a zip of several HELM runs: refuse the whole suite, or skip the bad run "
+        "(it is named, with its problems) and import the others.",
+    )
+    helm_completions = forms.ChoiceField(
+        choices=ImportJob.Completions.choices,
+        initial=ImportJob.Completions.FIRST,
+        required=False,  # absent: first
+        label="HELM requests with several completions",
+        help_text="When a HELM run asked for several completions (num_outputs > 1): keep the "
+        "first (the import summary counts the others), or import each as its own item.",
+    )
 
 
 class MemberForm(forms.Form):

@@ -322,6 +322,14 @@ class ImportJob(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
 
+    class Completions(models.TextChoices):
+        FIRST = "first", "The first completion only (the others counted as dropped)"
+        EACH = "each", "Each completion as an item of its own"
+
+    class OnBadRun(models.TextChoices):
+        REFUSE = "refuse", "Refuse the whole suite"
+        SKIP = "skip", "Skip the bad run, import the others"
+
     study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="import_jobs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
@@ -340,6 +348,17 @@ class ImportJob(models.Model):
     errors = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A HELM suite (many runs in one upload, imports.suite): what to do with a bad run, how
+    # many runs there are, how many were checked and finished, and one summary per run.
+    on_bad_run = models.CharField(max_length=8, choices=OnBadRun.choices, default=OnBadRun.REFUSE)
+    # HELM requests with several completions (num_outputs > 1): what becomes an item.
+    helm_completions = models.CharField(
+        max_length=8, choices=Completions.choices, default=Completions.FIRST
+    )
+    runs_total = models.PositiveIntegerField(default=0)
+    runs_checked = models.PositiveIntegerField(default=0)
+    runs_done = models.PositiveIntegerField(default=0)
+    run_summaries = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -7,8 +7,8 @@ from django.db import transaction
 from annotation.demo import DEMO_STUDY_NAME
 from annotation.models import RatingStudy
 from jury import services
-from jury.metric_services import enqueue_compute_metrics
-from jury.models import Judge, MetricScore
+from jury.metric_jobs import ACTIVE, start_metric_job
+from jury.models import Judge, MetricJob, MetricScore
 
 # A 135M model scores nearly every item 1 (ICC about 0.1 against the demo's clinicians): the
 # demo runs it so that every step runs for real, offline, and says so wherever it is shown.
@@ -62,6 +62,8 @@ def load_demo_jury(*, start_run: bool = True) -> Judge:
         start_run
         and study is not None
         and not MetricScore.objects.filter(item__study=study).exists()
+        and not MetricJob.objects.filter(study=study, status__in=ACTIVE).exists()
     ):
-        enqueue_compute_metrics(study=study)  # ROUGE-L and BERTScore, in the worker
+        # ROUGE-L and BERTScore, in the worker, as a job the report page shows
+        start_metric_job(study=study, actor=None)
     return judge

@@ -102,7 +102,9 @@ def metric_names(metrics: Sequence[str]) -> list[str]:
     is empty or names an unknown metric."""
     names = list(dict.fromkeys(metrics))
     unknown = [n for n in names if n not in ALL_METRICS]
-    if unknown or not names:
+    if not names:
+        raise JuryError(f"no metric chosen; choose from {', '.join(ALL_METRICS)}", field="metrics")
+    if unknown:
         raise JuryError(f"unknown metrics {unknown}; choose from {ALL_METRICS}", field="metrics")
     return names
 

@@ -434,3 +434,34 @@ class MetricScore(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric}={self.value:.4f} on item {self.item_id}"
+
+
+class MetricJob(models.Model):
+    """One request to compute a study's automatic metrics in a worker (from the report page,
+    the demo or the API): queued, running, done with its counts, or failed with the reason,
+    so the pages say where each metric stands instead of a silent "0 metrics"."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="metric_jobs")
+    metrics = models.JSONField(default=list)
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["study", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"metrics {','.join(self.metrics)} of study {self.study_id}: {self.status}"

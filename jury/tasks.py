@@ -14,7 +14,8 @@ from annotation.models import ImportJob, RatingStudy
 from jury import task_names
 from jury.execution import execute_call, execute_calls
 from jury.execution.sweep import sweep_calls
-from jury.helm_verdicts import HelmVerdictReport, import_helm_verdicts
+from jury.helm_verdicts import HelmVerdictReport, import_helm_verdicts, import_suite_verdicts
+from jury.metric_jobs import run_metric_job
 from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
 from jury.providers.local_models import LocalModelMissing
@@ -67,6 +68,8 @@ def import_helm_verdicts_for_job(self, job_id: int) -> dict[str, object]:
             return {"job": job_id, "status": "missing"}
         if job.file_format != "helm" or not items_imported(job):
             return {"job": job_id, "status": "skipped"}
+        if job.runs_total:
+            return _suite_verdicts(self.name, job)
         try:
             data = (Path(settings.MEDIA_ROOT) / job.source_path).read_bytes()
         except FileNotFoundError:
@@ -86,6 +89,28 @@ def import_helm_verdicts_for_job(self, job_id: int) -> dict[str, object]:
     return {"job": job_id, "status": "imported" if report.ok else "failed", **report.as_dict()}
 
 
+def _suite_verdicts(step: str, job: ImportJob) -> dict[str, object]:
+    """The verdicts of every run of a suite whose items were imported; a run whose verdicts
+    cannot be imported marks the job failed, naming the run (the other runs' verdicts stay)."""
+    path = Path(settings.MEDIA_ROOT) / job.source_path
+    if not path.is_file():
+        reason = f"the uploaded file is missing from storage ({job.source_path})"
+        record_step_failure(job_id=job.pk, step=step, reason=reason)
+        return {"job": job.pk, "status": "missing file"}
+    folders = [s["folder"] for s in job.run_summaries if s.get("status") == "imported"]
+    reports = import_suite_verdicts(
+        study=job.study, path=path, label=job.source_name, folders=folders, actor=job.created_by
+    )
+    failed = [(name, report) for name, report in reports if not report.ok]
+    for name, report in failed:
+        record_step_failure(job_id=job.pk, step=f"{step} ({name})", reason=_not_imported(report))
+    return {
+        "job": job.pk,
+        "status": "failed" if failed else "imported",
+        "runs": {name: report.as_dict() for name, report in reports},
+    }
+
+
 def _not_imported(report: HelmVerdictReport, shown: int = 5) -> str:
     problems = [*report.errors, *report.conflicts]
     listed = "; ".join(f"{p.where}: {p.reason}" for p in problems[:shown])
@@ -95,14 +120,24 @@ def _not_imported(report: HelmVerdictReport, shown: int = 5) -> str:
 
 @shared_task(name=task_names.COMPUTE_METRICS, bind=True, acks_late=True, max_retries=3)
 def compute_metrics_task(
-    self, study_id: int, metrics: list[str] | None = None, item_ids: list[int] | None = None
+    self,
+    study_id: int,
+    metrics: list[str] | None = None,
+    item_ids: list[int] | None = None,
+    job_id: int | None = None,
 ) -> dict[str, object]:
-    """Score a study's items with the automatic metrics (jury.metric_services).
+    """Score a study's items with the automatic metrics (jury.metric_services); with a
+    `job_id`, as that job (jury.metric_jobs), which the pages show as it goes and ends.
 
     Safe to deliver twice or retry: items the scorer already scored are skipped, and each
     batch is written as it is scored, so a retry resumes where a lost worker stopped. A lost
     database connection is retried; a missing package or model is reported, not retried.
     """
+    if job_id is not None:
+        try:
+            return run_metric_job(job_id)
+        except (OperationalError, InterfaceError) as exc:  # the job stays active for the retry
+            raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
     study = RatingStudy.objects.filter(pk=study_id).first()
     if study is None:
         return {"study": study_id, "status": "missing"}

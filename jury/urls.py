@@ -7,6 +7,7 @@ app_name = "jury"
 urlpatterns = [
     path("", views.runs, name="runs"),
     path("prompt/", views.prompt, name="prompt"),
+    path("metrics/start/", views.start_metrics, name="metrics-start"),
     path("import/scores/", views.import_scores, name="import-scores"),
     path("export/scores-long.csv", views.export_scores_long, name="export-scores-long"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),

@@ -13,6 +13,7 @@ from django.http import (
 )
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -21,7 +22,7 @@ from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
 from annotation.services import LongImportSummary
 from annotation.views.long_imports import LongImportPage, long_import_page
-from jury import selectors, services
+from jury import metric_jobs, selectors, services
 from jury.errors import JuryError
 from jury.forms import PromptForm, StartRunForm
 from jury.models import JuryRun
@@ -67,8 +68,44 @@ def runs(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(
         request,
         "jury/runs.html",
-        {"study": study, "rows": rows, "form": form, "is_coordinator": is_coordinator},
+        {
+            "study": study,
+            "rows": rows,
+            "form": form,
+            "is_coordinator": is_coordinator,
+            "back": request.get_full_path(),
+            **metric_jobs.metric_panel(study=study),
+        },
     )
+
+
+@login_required
+@require_POST
+def start_metrics(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Queue ROUGE-L and/or BERTScore over the study's items (coordinators only), then go
+    back to the page the form was on (the jury page, or a report's status panel)."""
+    study, _ = get_study_for_user(
+        user=request.user, study_id=study_id, allowed_roles=[Role.COORDINATOR]
+    )
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        back = reverse("jury:runs", args=[study.pk])
+    try:
+        job = metric_jobs.start_metric_job(
+            study=study, actor=request.user, metrics=request.POST.getlist("metric")
+        )
+    except JuryError as exc:
+        messages.error(request, f"Metrics not started: {exc.message}.")
+    else:
+        names = ", ".join(metric_jobs.LABELS.get(m, m) for m in job.metrics)
+        messages.success(
+            request,
+            f"{names} queued: a worker on the metrics queue computes them; the status below "
+            "shows when they are done or why they failed.",
+        )
+    return redirect(back)
 
 
 @login_required

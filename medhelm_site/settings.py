@@ -170,6 +170,9 @@ MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES = env_positive_int(
     "MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES", 512 * 2**20
 )
 MEDHELM_IMPORT_ZIP_MAX_MEMBERS = env_positive_int("MEDHELM_IMPORT_ZIP_MAX_MEMBERS", 1000)
+# A zip of a HELM suite (annotation.imports.suite): its runs are read one at a time, the byte
+# limits above holding for each run; a run directory holds about ten files.
+MEDHELM_IMPORT_SUITE_MAX_MEMBERS = env_positive_int("MEDHELM_IMPORT_SUITE_MAX_MEMBERS", 20000)
 if MEDHELM_IMPORT_INLINE_MAX_BYTES > MEDHELM_IMPORT_MAX_UPLOAD_BYTES:
     raise ImproperlyConfigured(
         "MEDHELM_IMPORT_INLINE_MAX_BYTES must not exceed MEDHELM_IMPORT_MAX_UPLOAD_BYTES"

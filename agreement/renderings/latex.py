@@ -72,6 +72,15 @@ def _cells(cell: Table2Cell, notes: list[str]) -> str:
     return f"{_number(cell.estimate)} & {{\\footnotesize {interval}}}"
 
 
+def _alpha_cells(cell: Table2Cell, level: str) -> str:
+    """The two columns of one alpha level beneath a cell's ICC (empty where it has none)."""
+    alpha = next((a for a in cell.alphas if a.level == level), None)
+    if alpha is None:
+        return " & "
+    interval = _interval(alpha.interval) if alpha.interval else "--"
+    return f"{{\\footnotesize {_number(alpha.estimate)}}} & {{\\footnotesize {interval}}}"
+
+
 def _note_mark(index: int) -> str:
     """a, b, ..., z, aa, ab, ... for the n-th note."""
     letters = ""
@@ -121,6 +130,11 @@ def table2_latex(table: Table2, *, label: str = "tab:agreement") -> str:
             cells = " & ".join(_cells(c, table.notes) for c in row.cells)
             n = "--" if row.n_items == DASH else latex_escape(row.n_items)
             lines.append(f"{indent}{latex_escape(row.label)} & {n} & {cells} \\\\")
+            for level in row.alpha_levels():  # alpha beneath the ICC, a smaller line per level
+                alphas = " & ".join(_alpha_cells(c, level) for c in row.cells)
+                lines.append(
+                    f"{indent}\\quad{{\\footnotesize $\\alpha$ {latex_escape(level)}}} & & {alphas} \\\\"
+                )
     lines += [r"\bottomrule", r"\end{tabular}"]
     if table.notes:
         lines.append(r"\par\smallskip{\footnotesize n.e.: not estimable; --: no estimate.")

@@ -26,10 +26,16 @@ def _note_number(notes: list[str], note: str) -> str:
 
 
 def _cell(cell: Table2Cell, notes: list[str]) -> str:
+    """The ICC with its interval, then on a line of its own (a ``<br>``, which GitHub and
+    pandoc keep inside a table cell) each level of alpha."""
     if cell.estimate is None:
         mark = markdown_escape(cell.mark)
         return mark + (_note_number(notes, cell.note) if cell.note is not None else "")
-    return f"{cell.estimate} {cell.interval}" if cell.interval else cell.estimate
+    text = f"{cell.estimate} {cell.interval}" if cell.interval else cell.estimate
+    for alpha in cell.alphas:
+        interval = f" {alpha.interval}" if alpha.interval else ""
+        text += f"<br>\u03b1 {alpha.level} {alpha.estimate}{interval}"
+    return text
 
 
 def table2_markdown(table: Table2) -> str:

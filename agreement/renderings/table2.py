@@ -13,9 +13,25 @@ from typing import Any
 
 from agreement.plots.numbers import DASH, finite, fmt
 
+#: Krippendorff's alpha printed beneath each ICC, per level: (stored key, label).
+ALPHA_LEVELS = (("interval", "interval"), ("ordinal", "ordinal"))
+
 #: How a row group is headed in the printed table ("all" has no heading).
 GROUP_TITLES = {"category": "By category", "benchmark": "By benchmark"}
 NOT_ESTIMABLE_MARK = "n.e."
+
+
+@dataclass(frozen=True)
+class AlphaText:
+    """Krippendorff's alpha at one level beneath a cell's ICC: estimate and interval as text
+    (interval None where the resamples gave none)."""
+
+    level: str
+    estimate: str
+    interval: str | None
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -30,6 +46,7 @@ class Table2Cell:
     value: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    alphas: tuple[AlphaText, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -38,6 +55,11 @@ class Table2Row:
     label: str
     n_items: str
     cells: list[Table2Cell]
+
+    def alpha_levels(self) -> list[str]:
+        """The alpha levels any cell of the row prints, in ALPHA_LEVELS order."""
+        printed = {a.level for c in self.cells for a in c.alphas}
+        return [level for level, _ in ALPHA_LEVELS if level in printed]
 
 
 @dataclass(frozen=True)
@@ -63,19 +85,45 @@ def _n_items(cells: Sequence[Mapping[str, Any] | None]) -> str:
     return str(ns[0]) if len(ns) == 1 else f"{ns[0]}{DASH}{ns[-1]}"
 
 
+def _interval(lo: Any, hi: Any, digits: int) -> str | None:
+    return f"({fmt(lo, digits)}, {fmt(hi, digits)})" if finite(lo) and finite(hi) else None
+
+
+def _alphas(c: Mapping[str, Any], digits: int) -> tuple[AlphaText, ...]:
+    """The cell's alpha per level (none for a report computed before alpha was reported, or
+    where alpha has no estimate)."""
+    out = []
+    for level, label in ALPHA_LEVELS:
+        value = c.get(f"alpha_{level}")
+        if not finite(value):
+            continue
+        lo, hi = c.get(f"alpha_{level}_ci_low"), c.get(f"alpha_{level}_ci_high")
+        out.append(
+            AlphaText(
+                level=label,
+                estimate=fmt(value, digits),
+                interval=_interval(lo, hi, digits),
+                value=value,
+                ci_low=lo,
+                ci_high=hi,
+            )
+        )
+    return tuple(out)
+
+
 def _cell(c: Mapping[str, Any] | None, notes: list[str], digits: int) -> Table2Cell:
     if c is None:
         return Table2Cell(estimate=None, interval=None, mark=DASH)
     status = c.get("status")
     if status == "ok" and finite(c.get("estimate")):
         lo, hi = c.get("ci_low"), c.get("ci_high")
-        interval = f"({fmt(lo, digits)}, {fmt(hi, digits)})" if finite(lo) and finite(hi) else None
         return Table2Cell(
             estimate=fmt(c["estimate"], digits),
-            interval=interval,
+            interval=_interval(lo, hi, digits),
             value=c["estimate"],
             ci_low=lo,
             ci_high=hi,
+            alphas=_alphas(c, digits),
         )
     reason = str(c.get("reason") or status or "no estimate")
     if reason not in notes:
@@ -91,10 +139,17 @@ def caption(results: Mapping[str, Any], method: Mapping[str, Any]) -> str:
     level = method.get("confidence")
     level_text = f"{float(level) * 100:g}% " if finite(level) else ""
     resamples = method.get("n_resamples")
+    alpha = any(f"alpha_{level}" in c for c in cells for level, _ in ALPHA_LEVELS)
     return (
         f"Agreement with clinicians: {statistic}, with its {level_text}interval "
         f"({method.get('ci_method', 'bootstrap')}, {resamples} resamples, seed "
         f"{method.get('seed')}). Clinician-clinician: {method.get('forms', {}).get('clinician_clinician', 'mean pairwise ICC')}."
+        + (
+            " Beneath each ICC: Krippendorff's alpha (interval and ordinal) with its interval "
+            "on the same resamples."
+            if alpha
+            else ""
+        )
     )
 
 

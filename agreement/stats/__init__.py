@@ -5,7 +5,8 @@ ICC on complete matrices (:mod:`.icc`, :mod:`.icc_forms`, :mod:`.icc_intervals`,
 :mod:`.reml`); Krippendorff's alpha (:mod:`.alpha`, per resample :mod:`.alpha_batch`); the item bootstrap (:mod:`.bootstrap`);
 MedHELM's method on the long score table (:mod:`.medhelm`); when an estimate is not
 estimable (:mod:`.estimability`); Koo & Li bands (:mod:`.bands`); HELM mean win rate
-(:mod:`.winrate`).
+(:mod:`.winrate`); sample sizes for a rating study (:mod:`.planning`) and the simulation of a
+planned design through this code (:mod:`.planning_sim`).
 """
 
 from .alpha import AlphaResult, interval_alpha, krippendorff_alpha, ordinal_alpha

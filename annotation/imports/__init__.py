@@ -1,16 +1,19 @@
 """Item imports: JSONL, CSV and HELM runs read into checked rows, saved by an import job.
 
 The modules, each about one thing: rows (fields, row errors, parsed rows), jsonl, csvfile,
-helm (also read by the jury for its verdicts), archive (uploaded zips, unpacked under
-limits), validation (checks across rows and against the study), formats (the dispatch by
-format name), uploads (the size limit, where uploads are kept and when they go), jobs
-(start, run, save), after_import (the steps after a succeeded import) and progress.
+helm (also read by the jury for its verdicts), helm_files (a run's files), helm_choices
+(multiple-choice states), suite (HELM suites: many run directories, read one at a time),
+placement (HELM items filed under the MedHELM taxonomy by benchmark), archive (uploaded
+zips, unpacked under limits), validation (checks across rows and against the study),
+formats (the dispatch by format name), uploads (the size limit, where uploads are kept and
+when they go), jobs (start, run, save), suite_jobs (a suite's job, run by run), job_state
+(what both jobs share), after_import (the steps after a succeeded import) and progress.
 """
 
+from annotation.imports.archive import ZIP_MAGIC
 from annotation.imports.csvfile import parse_csv
 from annotation.imports.formats import FORMATS, parse
 from annotation.imports.helm import (
-    ZIP_MAGIC,
     HelmRun,
     HelmSource,
     helm_benchmark_name,

@@ -17,7 +17,7 @@ from annotation.imports.rows import ParsedImport, read_bytes
 FORMATS = ("jsonl", "csv", "helm")
 # What the import form offers besides the formats: read the format from the file.
 AUTO = "auto"
-LABELS = {"jsonl": "JSON Lines", "csv": "CSV", "helm": "a HELM run"}
+LABELS = {"jsonl": "JSON Lines", "csv": "CSV", "helm": "a HELM run or suite"}
 # Where a format note warns that the chosen format is not what the content looks like.
 MISMATCH = "but the file looks like"
 # How much of a file detect_format reads.
@@ -65,7 +65,7 @@ def detect_format(*, name: str, head: bytes) -> Detection:
 
 def _from_content(head: bytes) -> tuple[str, str] | None:
     if is_zip(head):
-        return "helm", "a zip archive (a HELM run directory)"
+        return "helm", "a zip archive (a HELM run directory or suite)"
     text = head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\r\n\f\v")
     if not text:
         return None
@@ -104,13 +104,18 @@ def peek(content: bytes | IO[bytes]) -> bytes:
 
 
 def parse(
-    *, file_format: str, source: HelmSource, name_hint: str = "", label: str = ""
+    *,
+    file_format: str,
+    source: HelmSource,
+    name_hint: str = "",
+    label: str = "",
+    completions: str = "first",
 ) -> ParsedImport:
     """Dispatch on the format name ("jsonl", "csv" or "helm"); `name_hint` and `label` are
     for HELM runs (see read_helm_run). An unknown name is a bug of the caller (start_import
     checks it), hence a ValueError."""
     if file_format == "helm":
-        return parse_helm_run(source, name_hint=name_hint, label=label)
+        return parse_helm_run(source, name_hint=name_hint, label=label, completions=completions)
     data = Path(source).read_bytes() if isinstance(source, str | Path) else read_bytes(source)
     if file_format == "jsonl":
         return parse_jsonl(data)

@@ -12,28 +12,49 @@ from __future__ import annotations
 import io
 import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from pathlib import Path
+from typing import Any
 
-from annotation.errors import AnnotationError
-from annotation.imports.archive import ZIP_MAGIC, UploadZip, is_zip
+from annotation.imports.helm_choices import output_mapping, read_choice
+from annotation.imports.helm_files import HelmSource, helm_files, load_json
 from annotation.imports.rows import (
     ParsedImport,
     RowError,
-    Source,
     clean_row,
-    loads,
-    read_bytes,
     type_name,
-    utf8_reason,
 )
-
-HelmSource = str | Path | Source
 
 # Request states skipped or read unusually, each reported once with a count.
 _SKIPPED_TRIAL = "skipped: train trials after the first (train_trial_index > 0)"
 _SKIPPED_PERTURBED = "skipped: perturbed instances (instance.perturbation)"
 _OTHER_REFERENCE = "reference taken from the first reference tagged 'correct', not references[0]"
+_EXTRA_COMPLETIONS = "only the first completion kept (num_outputs > 1): the others are not imported"
+_EACH_COMPLETION = (
+    "each completion imported as its own item (num_outputs > 1): the second and later under "
+    "external ids ending in #2, #3, ..."
+)
+_UNMAPPED = (
+    "multiple choice: the completion is none of the option letters of output_mapping, "
+    "kept as the model wrote it"
+)
+_MULTIPLE_CHOICE = (
+    "multiple choice: the options (output_mapping) added to the input, the chosen and the "
+    "correct option shown as 'letter. text'"
+)
+# parsed.counts keys, for the import summary.
+COUNT_KEYS = {
+    _SKIPPED_TRIAL: "later_train_trials",
+    _SKIPPED_PERTURBED: "perturbed_instances",
+    _OTHER_REFERENCE: "reference_not_first",
+    _EXTRA_COMPLETIONS: "extra_completions_dropped",
+    _EACH_COMPLETION: "extra_completions_imported",
+    _UNMAPPED: "multiple_choice_unmapped",
+    _MULTIPLE_CHOICE: "multiple_choice",
+}
+FAILED_REQUESTS = "failed_requests"
+# What to import of a request with several completions (num_outputs > 1).
+FIRST, EACH = "first", "each"
+COMPLETIONS = (FIRST, EACH)
 
 
 @dataclass(frozen=True)
@@ -59,39 +80,53 @@ def read_helm_run(source: HelmSource, *, name_hint: str = "", label: str = "") -
     problems of a zip (default: the zip)."""
     if name_hint in ("scenario_state", "scenario_state.json"):
         name_hint = ""
-    files = _helm_files(source, name_hint, label)
+    files = helm_files(source, name_hint, label)
     if files.error or files.scenario_state is None:
         problem = RowError("file", files.error or "no scenario_state.json", -1)
         return HelmRun(None, problems=(problem,))
+    return run_from_files(
+        scenario_state=files.scenario_state, run_spec=files.run_spec, run_name=files.run_name
+    )
+
+
+def run_from_files(*, scenario_state: bytes, run_spec: bytes | None, run_name: str) -> HelmRun:
+    """A run from the bytes of its scenario_state.json and run_spec.json (None: absent)."""
     problems: list[RowError] = []
-    run_spec = None
-    if files.run_spec is not None:
-        run_spec, problem = _load_json(files.run_spec, "run_spec.json")
+    spec = None
+    if run_spec is not None:
+        spec, problem = load_json(run_spec, "run_spec.json")
         if problem:
             problems.append(RowError("run_spec.json", problem, -1))
-    state, problem = _load_json(files.scenario_state, "scenario_state.json")
+    state, problem = load_json(scenario_state, "scenario_state.json")
     states = _dig(state, "request_states")
     if not problem and not isinstance(states, list):
         problem = "'request_states' must be a list"
     if problem:
         problems.append(RowError("scenario_state.json", problem, -1))
         states = None
-    return HelmRun(states, run_spec, files.run_name, tuple(problems))
+    return HelmRun(states, spec, run_name, tuple(problems))
 
 
-def parse_helm_run(source: HelmSource, *, name_hint: str = "", label: str = "") -> ParsedImport:
+def parse_helm_run(
+    source: HelmSource, *, name_hint: str = "", label: str = "", completions: str = FIRST
+) -> ParsedImport:
     """Item rows of a HELM run; see read_helm_run and helm_rows."""
-    return helm_rows(read_helm_run(source, name_hint=name_hint, label=label))
+    run = read_helm_run(source, name_hint=name_hint, label=label)
+    return helm_rows(run, completions=completions)
 
 
-def helm_rows(run: HelmRun) -> ParsedImport:
+def helm_rows(run: HelmRun, *, completions: str = FIRST) -> ParsedImport:
     """One row per request state: instance.id, instance.input.text, the reference,
     result.completions[0].text and request.model; other keys are ignored.
 
     external_id is "<benchmark>/<instance.id>" (HELM numbers every scenario's instances id0,
     id1, ..., so two benchmarks in a study would collide on bare ids). An empty completion is
     imported with a warning; a failed request is skipped with one (there is nothing to rate);
-    later train trials and perturbed instances repeat an instance and are skipped.
+    later train trials and perturbed instances repeat an instance and are skipped. Each of
+    these is counted in parsed.counts (COUNT_KEYS, FAILED_REQUESTS) and warned about once.
+    Of several completions (num_outputs > 1) the first is kept and the others counted as
+    dropped, or, with completions="each", each is an item of its own (the second and later
+    under "<external_id>#2", ...). A multiple-choice state (output_mapping) is read by helm_choices.
     """
     parsed = ParsedImport(errors=list(run.problems))
     if run.request_states is None:
@@ -103,7 +138,14 @@ def helm_rows(run: HelmRun) -> ParsedImport:
             "external ids are the bare instance ids; upload the run directory as a zip"
         )
         parsed.warnings.append(RowError("file", reason, -1))
-    reader = _StateReader(benchmark=benchmark, run_label=run.label, parsed=parsed)
+    if completions not in COMPLETIONS:
+        raise ValueError(f"completions must be one of {COMPLETIONS}, not {completions!r}")
+    reader = _StateReader(
+        benchmark=benchmark,
+        run_label=run.label,
+        parsed=parsed,
+        each_completion=completions == EACH,
+    )
     for index, request_state in enumerate(run.request_states):
         reader.read(index, request_state)
     reader.warn_noted()
@@ -145,9 +187,9 @@ class _StateReader:
     benchmark: str
     run_label: str
     parsed: ParsedImport
-    noted: dict[str, list[int]] = field(
-        default_factory=lambda: {_SKIPPED_TRIAL: [], _SKIPPED_PERTURBED: [], _OTHER_REFERENCE: []}
-    )
+    noted: dict[str, list[int]] = field(default_factory=lambda: {key: [] for key in COUNT_KEYS})
+    each_completion: bool = False
+    extra_completions: int = 0
 
     def read(self, index: int, state: Any) -> None:
         self.parsed.total += 1
@@ -159,26 +201,35 @@ class _StateReader:
             self.noted[note].append(index)
         elif (failure := _failed_request(state)) is not None:
             self.parsed.warnings.append(RowError(where, failure, index))
-        elif (fields := self._fields(state, where, index)) is not None:
-            row = clean_row(
-                fields,
-                where=where,
-                order=index,
-                parsed=self.parsed,
-                empty_output="empty completion",
-            )
-            if row is not None:
-                self.parsed.rows.append(row)
+            self.parsed.counts[FAILED_REQUESTS] = self.parsed.counts.get(FAILED_REQUESTS, 0) + 1
+        elif (items := self._fields(state, where, index)) is not None:
+            for k, fields in enumerate(items):
+                row = clean_row(
+                    fields,
+                    where=where if k == 0 else f"{where}.result.completions[{k}]",
+                    order=index,
+                    parsed=self.parsed,
+                    empty_output="empty completion",
+                )
+                if row is not None:
+                    self.parsed.rows.append(row)
 
     def warn_noted(self) -> None:
         for what, indices in self.noted.items():
             if indices:
                 count = f"{len(indices)} request state{'s' if len(indices) > 1 else ''}"
+                extra = what in (_EXTRA_COMPLETIONS, _EACH_COMPLETION)
+                if extra:
+                    verb = "dropped" if what == _EXTRA_COMPLETIONS else "imported as items"
+                    count += f", {self.extra_completions} more completions {verb}"
                 reason = f"{what}: {count} (first request_states[{indices[0]}])"
                 self.parsed.warnings.append(RowError("request_states", reason, indices[0]))
+                value = self.extra_completions if extra else len(indices)
+                self.parsed.counts[COUNT_KEYS[what]] = value
 
-    def _fields(self, state: dict[str, Any], where: str, index: int) -> dict[str, Any] | None:
-        """The item's fields, or None after reporting what the state lacks."""
+    def _fields(self, state: dict[str, Any], where: str, index: int) -> list[dict[str, Any]] | None:
+        """The fields of the state's items (one, or one per completion with
+        each_completion), or None after reporting what the state lacks."""
         instance_id = _dig(state, "instance", "id")
         if isinstance(instance_id, str):
             instance_id = instance_id.strip()
@@ -198,7 +249,18 @@ class _StateReader:
         if lacks:
             self.parsed.errors.extend(RowError(where, r, index) for r in lacks)
             return None
-        output = _dig(result, "completions", 0, "text")
+        completions = result.get("completions")
+        texts = [
+            text if isinstance(text := _dig(c, "text"), str) else ""
+            for c in (completions if isinstance(completions, list) else [])
+        ] or [""]  # no completion: as empty
+        if len(texts) > 1:
+            self.noted[_EACH_COMPLETION if self.each_completion else _EXTRA_COMPLETIONS].append(
+                index
+            )
+            self.extra_completions += len(texts) - 1
+            if not self.each_completion:
+                texts = texts[:1]
         reference, ref_index = _reference(_dig(state, "instance", "references"))
         if ref_index:
             self.noted[_OTHER_REFERENCE].append(index)
@@ -206,16 +268,40 @@ class _StateReader:
         split = _dig(state, "instance", "split")
         if isinstance(split, str):
             metadata["split"] = split
-        benchmark = self.benchmark
-        return {
-            "external_id": f"{benchmark}/{instance_id}" if benchmark else instance_id,
-            "input": input_text,
-            "output": output if isinstance(output, str) else "",  # no completion: as empty
-            "model": model,
-            "reference": reference,
-            "benchmark": benchmark,
-            "metadata": metadata,
-        }
+        mapping = output_mapping(state)
+        if mapping is not None:
+            self.noted[_MULTIPLE_CHOICE].append(index)
+        external_id = f"{self.benchmark}/{instance_id}" if self.benchmark else instance_id
+        items = []
+        for k, text in enumerate(texts):
+            item_meta = dict(metadata)
+            question, output, gold = input_text, text, reference
+            if mapping is not None:
+                choice = read_choice(
+                    mapping=mapping, question=input_text, completion=text, reference=reference
+                )
+                if not choice.mapped:
+                    self.noted[_UNMAPPED].append(index)
+                item_meta.update(helm_output_mapping=mapping, helm_completion=text)
+                question, output, gold = (
+                    choice.input_text,
+                    choice.output_text,
+                    choice.reference_text,
+                )
+            if k:
+                item_meta["helm_completion_index"] = k
+            items.append(
+                {
+                    "external_id": external_id if k == 0 else f"{external_id}#{k + 1}",
+                    "input": question,
+                    "output": output,
+                    "model": model,
+                    "reference": gold,
+                    "benchmark": self.benchmark,
+                    "metadata": item_meta,
+                }
+            )
+        return items
 
 
 def _repeated_instance(state: dict[str, Any]) -> str | None:
@@ -268,105 +354,3 @@ def _dig(obj: Any, *path: str | int) -> Any:
             return None
         obj = obj[step] if isinstance(step, int) else obj.get(step)
     return obj
-
-
-# --- the run's files ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _HelmFiles:
-    scenario_state: bytes | None
-    run_spec: bytes | None
-    run_name: str
-    error: str = ""
-
-
-def _failed(error: str) -> _HelmFiles:
-    return _HelmFiles(None, None, "", error)
-
-
-def _helm_files(source: HelmSource, name_hint: str, label: str) -> _HelmFiles:
-    if not isinstance(source, str | Path):
-        label = label or "the zip"
-        if isinstance(source, bytes | bytearray | memoryview):
-            data = bytes(source)
-            if is_zip(data):
-                return _zip_files(data, name_hint, label)
-            return _HelmFiles(data, None, name_hint)
-        return _stream_files(source, name_hint, label)
-    path = Path(source)
-    if path.is_dir():
-        state, spec = path / "scenario_state.json", path / "run_spec.json"
-        if not state.is_file():
-            return _failed(f"no scenario_state.json in {path}")
-        return _HelmFiles(state.read_bytes(), _read_if_file(spec), path.name)
-    with path.open("rb") as head:
-        zipped = is_zip(head.read(len(ZIP_MAGIC)))
-    if zipped:
-        return _zip_files(path, name_hint or path.stem, label or path.name)
-    data = path.read_bytes()
-    return _HelmFiles(data, _read_if_file(path.parent / "run_spec.json"), path.parent.name)
-
-
-def _stream_files(stream: IO[bytes], name_hint: str, label: str) -> _HelmFiles:
-    """A binary stream: a zip is read from it in place (it must be seekable), anything else
-    is read whole."""
-    head = stream.read(len(ZIP_MAGIC))
-    if is_zip(head):
-        stream.seek(0)
-        return _zip_files(stream, name_hint, label)
-    return _HelmFiles(head + read_bytes(stream), None, name_hint)
-
-
-def _read_if_file(path: Path) -> bytes | None:
-    return path.read_bytes() if path.is_file() else None
-
-
-def _zip_files(source: bytes | Path | IO[bytes], name_hint: str, label: str) -> _HelmFiles:
-    """The run's files in a zip, read under the import limits; a problem of the zip (its
-    limits, a damaged or encrypted member) is the run's error."""
-    try:
-        with UploadZip(source, label=label) as archive:
-            return _run_in_zip(archive, name_hint)
-    except AnnotationError as exc:
-        return _failed(exc.message)
-
-
-def _run_in_zip(archive: UploadZip, name_hint: str) -> _HelmFiles:
-    members = archive.members
-    states = [
-        info
-        for info in members
-        if PurePosixPath(info.filename).name == "scenario_state.json"
-        and not info.filename.startswith("__MACOSX/")
-    ]
-    if not states:
-        return _failed(f"no scenario_state.json in {archive.label}")
-    if len(states) > 1:
-        found = ", ".join(m.filename for m in states[:5])
-        return _failed(
-            f"{archive.label} holds {len(states)} scenario_state.json files ({found}); "
-            "upload one run directory at a time"
-        )
-    state = states[0]
-    folder = PurePosixPath(state.filename).parent
-    spec_name = str(folder / "run_spec.json") if str(folder) != "." else "run_spec.json"
-    spec = next((info for info in members if info.filename == spec_name), None)
-    return _HelmFiles(
-        scenario_state=archive.read(state),
-        run_spec=archive.read(spec) if spec is not None else None,
-        run_name=folder.name if str(folder) != "." else name_hint,
-    )
-
-
-def _load_json(data: bytes, name: str) -> tuple[Any, str]:
-    """(the parsed JSON, "") or (None, what is wrong with the file)."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        return None, f"{name} line {line}: " + utf8_reason(data, exc, 0)
-    try:
-        return loads(text), ""
-    except ValueError as exc:
-        return None, f"{name} is not valid JSON: {exc}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -36,30 +36,31 @@ from annotation.imports.formats import (
     parse,
     peek,
 )
+from annotation.imports.job_state import LOCKED, Key
+from annotation.imports.job_state import fingerprints as _fingerprints
+from annotation.imports.job_state import finish_failed as _finish_failed
+from annotation.imports.job_state import item_keys as _item_keys
+from annotation.imports.job_state import late_conflicts as _late_conflicts
+from annotation.imports.placement import place_by_benchmark
 from annotation.imports.progress import FINISHED, stored_messages
 from annotation.imports.rows import ParsedImport, RowError
+from annotation.imports.suite_jobs import run_suite_job, stored_suite
 from annotation.imports.uploads import release_upload, store_upload
 from annotation.imports.validation import (
-    Fingerprint,
-    conflict_reason,
-    item_fingerprint,
     validate_rows,
 )
-from annotation.models import ImportJob, Item, RatingStudy, StudyMembership
+from annotation.models import ImportJob, RatingStudy, StudyMembership
 from annotation.selectors.taxonomy import task_names_for
 from annotation.services import ItemRow, create_items
-from medhelm_site.common.querying import ID_FILTER_LIMIT
 
 logger = logging.getLogger(__name__)
 
 PROGRESS_EVERY = 2000
 # The Celery task that runs a queued job (annotation.tasks.run_import).
 RUN_IMPORT_TASK = "annotation.run_import"
-LOCKED = "the study is locked; items can no longer be imported"
 # What a file of each format holds one item per, for "the file ... holds no ...".
 _RECORDS = {"jsonl": "JSON lines", "csv": "records below its header row", "helm": "request states"}
 ProgressCallback = Callable[[ImportJob], None]
-Key = tuple[str, str]  # (external_id, model)
 
 
 # --- start -------------------------------------------------------------------------------------
@@ -74,11 +75,16 @@ def start_import(
     actor: AbstractBaseUser,
     background: bool | None = None,
     on_progress: ProgressCallback | None = None,
+    on_bad_run: str = ImportJob.OnBadRun.REFUSE,
+    helm_completions: str = ImportJob.Completions.FIRST,
 ) -> ImportJob:
     """Store an upload and create its ImportJob; run it now or queue annotation.run_import.
 
     `background=None` runs a provably small upload inline (uploads.StoredUpload.
-    provably_small) and queues any other; True/False force either. Raises AnnotationError
+    provably_small) and queues any other; True/False force either. `on_bad_run` says what a
+    suite (a zip of several HELM runs) does with a bad run: "refuse" the whole suite, or
+    "skip" the run (imports.suite_jobs); `helm_completions` what a HELM request with several
+    completions gives: its "first" completion, or "each" as an item of its own. Raises AnnotationError
     (unknown format, locked study, a file above the upload limit, empty or of whitespace
     only) or PermissionDenied (not a coordinator or staff). An inline run returns the
     finished job; a queued one returns it queued (the task starts after the commit).
@@ -86,6 +92,16 @@ def start_import(
     if file_format not in (*FORMATS, AUTO):
         raise AnnotationError(
             f"unknown format {file_format!r}; use auto, jsonl, csv or helm", field="file_format"
+        )
+    if on_bad_run not in ImportJob.OnBadRun.values:
+        raise AnnotationError(
+            f"unknown choice for a bad run of a suite {on_bad_run!r}; use refuse or skip",
+            field="on_bad_run",
+        )
+    if helm_completions not in ImportJob.Completions.values:
+        raise AnnotationError(
+            f"unknown choice of completions {helm_completions!r}; use first or each",
+            field="helm_completions",
         )
     _check_may_import(study=study, actor=actor)
     file_format, format_note = _settle_format(file_format, name=uploaded_name, content=content)
@@ -107,6 +123,8 @@ def start_import(
             format_note=format_note[:300],
             source_name=uploaded_name[:300],
             source_path=upload.path,
+            on_bad_run=on_bad_run,
+            helm_completions=helm_completions,
         )
         audit.record(
             actor=actor,
@@ -119,6 +137,8 @@ def start_import(
                 "source_name": job.source_name,
                 "bytes": upload.size,
                 "background": in_background,
+                "on_bad_run": on_bad_run,
+                "helm_completions": helm_completions,
             },
         )
         if in_background:
@@ -220,6 +240,8 @@ def _claim(job_id: int) -> tuple[ImportJob, bool]:
         job.total_rows = job.processed_rows = job.created_items = job.unchanged_items = 0
         job.errors = []
         job.finished_at = None
+        job.runs_total = job.runs_checked = job.runs_done = 0
+        job.run_summaries = []
         job.save()
         return job, True
 
@@ -229,6 +251,10 @@ def _run(job: ImportJob, on_progress: ProgressCallback | None, *, inline: bool) 
     study = job.study
     if study.is_locked:
         return _finish_failed(job, [RowError("study", LOCKED)], [])
+    suite = stored_suite(job)
+    if suite is not None:
+        with suite:
+            return run_suite_job(job, suite, on_progress, inline=inline)
     try:
         parsed = _parse_upload(job)
     except FileNotFoundError:
@@ -238,6 +264,8 @@ def _run(job: ImportJob, on_progress: ProgressCallback | None, *, inline: bool) 
         # Nothing to import is a mistake to report, not "0 items imported".
         reason = f"the file {job.source_name} holds no {_RECORDS[job.file_format]}"
         return _finish_failed(job, [RowError("file", reason)], parsed.warnings)
+    if job.file_format == "helm":
+        place_by_benchmark(parsed, task_names_for(study=study))
     job.total_rows = parsed.total
     job.save(update_fields=["total_rows"])
     if on_progress is not None:
@@ -267,6 +295,7 @@ def _parse_upload(job: ImportJob) -> ParsedImport:
             source=stored,
             name_hint=Path(job.source_name).stem,
             label=job.source_name,
+            completions=job.helm_completions,
         )
 
 
@@ -304,57 +333,3 @@ def _save_items(
             functools.partial(run_after_import_steps, job_id=job.pk, inline=inline)
         )
     return job, True
-
-
-def _late_conflicts(study: RatingStudy, parsed: ParsedImport, *, known: set[Key]) -> list[RowError]:
-    """Conflicts with items someone else added since the rows were checked."""
-    late = (_item_keys(study) - known) & {row.key for row in parsed.rows}
-    if not late:
-        return []
-    fresh = _fingerprints(study=study, keys=late)
-    return [
-        RowError(row.where, reason, row.order)
-        for row in parsed.rows
-        if row.key in fresh and (reason := conflict_reason(row, fresh[row.key])) is not None
-    ]
-
-
-def _item_keys(study: RatingStudy) -> set[Key]:
-    return set(Item.objects.filter(study=study).values_list("external_id", "model_name"))
-
-
-def _fingerprints(*, study: RatingStudy, keys: set[Key]) -> dict[Key, Fingerprint]:
-    """item_fingerprint of the study's items whose (external_id, model) is in `keys`."""
-    found: dict[Key, Fingerprint] = {}
-    if not keys:
-        return found
-    items = Item.objects.filter(study=study)
-    if len(keys) <= ID_FILTER_LIMIT:  # a small re-import need not read the whole study
-        items = items.filter(external_id__in={external_id for external_id, _ in keys})
-    rows = (
-        items.values_list(
-            "external_id", "model_name", "input_text", "output_text", "reference_text"
-        )
-        .order_by()
-        .iterator(chunk_size=2000)
-    )
-    for external_id, model_name, input_text, output_text, reference_text in rows:
-        if (external_id, model_name) in keys:
-            found[(external_id, model_name)] = item_fingerprint(
-                input_text=input_text, output_text=output_text, reference_text=reference_text
-            )
-    return found
-
-
-def _finish_failed(
-    job: ImportJob, errors: Sequence[RowError], warnings: Sequence[RowError]
-) -> ImportJob:
-    """Mark the job failed with its errors; its upload goes once this is committed (no step
-    follows a failed import)."""
-    job.status = ImportJob.Status.FAILED
-    job.errors = stored_messages(errors, warnings)
-    job.created_items = job.unchanged_items = 0
-    job.finished_at = timezone.now()
-    job.save(update_fields=["status", "errors", "created_items", "unchanged_items", "finished_at"])
-    transaction.on_commit(functools.partial(release_upload, job_id=job.pk))
-    return job

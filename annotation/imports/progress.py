@@ -38,10 +38,31 @@ def _listed(entry: dict[str, Any]) -> dict[str, str]:
     return {"where": entry["where"], "reason": entry["reason"]}
 
 
+def _suite_phase_and_percent(job: ImportJob) -> tuple[str, int]:
+    """A suite's progress counts runs: "refuse" checks every run, then saves each (two
+    steps a run); "skip" checks and saves each run in turn."""
+    total = job.runs_total
+    if job.on_bad_run == ImportJob.OnBadRun.REFUSE:
+        steps, done = 2 * total, job.runs_checked + job.runs_done
+        if job.runs_checked < total:
+            phase = f"checking run {job.runs_checked + 1} of {total}"
+        else:
+            phase = f"saving run {min(job.runs_done + 1, total)} of {total}"
+    else:
+        steps, done = total, job.runs_done
+        phase = f"importing run {min(job.runs_done + 1, total)} of {total}"
+    percent = min(99, 100 * done // steps) if steps else 0
+    if job.status == ImportJob.Status.FAILED:
+        return "failed", percent
+    return phase, percent
+
+
 def _phase_and_percent(job: ImportJob) -> tuple[str, int]:
     total, processed = job.total_rows, job.processed_rows
     if job.status == ImportJob.Status.QUEUED:
         return "queued", 0
+    if job.runs_total and job.status != ImportJob.Status.SUCCEEDED:
+        return _suite_phase_and_percent(job)
     if job.status == ImportJob.Status.RUNNING:
         # The save after the checks is one transaction that shows no progress of its own:
         # "saving" once every row is checked, and 100 only once it has succeeded.
@@ -79,4 +100,10 @@ def import_progress(job: ImportJob) -> dict[str, Any]:
         "warnings": [_listed(w) for w in warnings if "more" not in w][:50],
         "warning_count": sum(w.get("more", 1) for w in warnings),
         "finished": job.status in FINISHED,
+        "suite": job.runs_total > 0,
+        "on_bad_run": job.on_bad_run,
+        "runs_total": job.runs_total,
+        "runs_checked": job.runs_checked,
+        "runs_done": job.runs_done,
+        "runs": list(job.run_summaries or []),
     }

@@ -81,6 +81,9 @@ class ParsedImport:
     errors: list[RowError] = field(default_factory=list)
     warnings: list[RowError] = field(default_factory=list)
     total: int = 0
+    # What a parser counts besides rows, by kind (HELM: failed requests, perturbed
+    # instances, ...), for the import summary.
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 # --- helpers of the parsers --------------------------------------------------------------------

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Case, Count, Q, QuerySet, Subquery, Value, When
-from django.db.models.functions import Coalesce
+from django.db import connection
+from django.db.models import Count, Q, QuerySet
 
-from annotation.models import Assignment, RatingStudy
+from annotation.models import Assignment, Item, RatingStudy
 from annotation.selectors.studies import Role, studies_for
 
 
@@ -109,15 +109,21 @@ class RaterItem:
     answers: dict[str, dict[str, object]]
 
 
-def rater_item(*, assignment: Assignment) -> RaterItem:
+def rater_item(
+    *, assignment: Assignment, answers: dict[str, dict[str, object]] | None = None
+) -> RaterItem:
+    """The rater's view of an assignment (its study and item loaded with it). `answers`: its
+    stored answers by criterion key in rubric order, when the caller has them already (from
+    rubric_answers, or a service that just wrote them); else they are read."""
     study = assignment.study
     item = assignment.item
-    answers = {
-        key: {"value": value, "cannot_assess": cannot_assess, "comment": comment}
-        for key, value, cannot_assess, comment in assignment.ratings.order_by(
-            "criterion__position"
-        ).values_list("criterion__key", "value", "cannot_assess", "comment")
-    }
+    if answers is None:
+        answers = {
+            key: {"value": value, "cannot_assess": cannot_assess, "comment": comment}
+            for key, value, cannot_assess, comment in assignment.ratings.order_by(
+                "criterion__position"
+            ).values_list("criterion__key", "value", "cannot_assess", "comment")
+        }
     return RaterItem(
         handle=assignment.handle,
         position=assignment.position,
@@ -131,29 +137,6 @@ def rater_item(*, assignment: Assignment) -> RaterItem:
         time_spent_seconds=assignment.time_spent_seconds,
         updated_at_ms=int(assignment.updated_at.timestamp() * 1000),
         answers=answers,
-    )
-
-
-def own_assignment(*, study: RatingStudy, user: AbstractBaseUser, handle: str) -> Assignment | None:
-    """The user's own (not withdrawn) assignment of this study with this handle."""
-    return (
-        Assignment.objects.filter(handle=handle, study=study, clinician=user)
-        .exclude(status=Assignment.Status.WITHDRAWN)
-        .select_related("item", "item__taxonomy_node", "study")
-        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
-        .first()
-    )
-
-
-def clinician_assignment(*, user: AbstractBaseUser, handle: str) -> Assignment | None:
-    """The user's own (not withdrawn) assignment in whatever study, by its handle, with its
-    study and item; the caller still checks that the user is an active clinician of it."""
-    return (
-        Assignment.objects.filter(handle=handle, clinician=user)
-        .exclude(status=Assignment.Status.WITHDRAWN)
-        .select_related("study", "item", "item__taxonomy_node")
-        .order_by("pk")  # one row (the handle is unique); not Meta's ordering, which joins
-        .first()
     )
 
 
@@ -204,74 +187,70 @@ class QueuePosition:
     previous: str | None
     next: str | None
     next_unfinished: str | None
+    # this response's place among the rater's copies of its case (see case_copy)
+    copy: CaseCopy | None = None
 
 
-def _first_handle(queryset: QuerySet[Assignment]) -> Subquery:
-    return Subquery(queryset.values("handle")[:1])
+# One statement of scalar subqueries over the clinician's queue (the index on study,
+# clinician, position serves each). Plain SQL: the ORM took about 4 ms of CPU to compile the
+# same query, more than anything else on the rating page (bench/README.md, bench_rating).
+_POSITION_SQL = """
+SELECT
+  (SELECT COUNT(*) FROM {a} q WHERE {mine}) AS n_total,
+  (SELECT COUNT(*) FROM {a} q WHERE {mine} AND q.status = %(submitted)s) AS n_submitted,
+  (SELECT COUNT(*) FROM {a} q WHERE {mine} AND q.position < %(position)s) AS n_before,
+  (SELECT q.handle FROM {a} q WHERE {mine} AND q.position < %(position)s
+     ORDER BY q.position DESC LIMIT 1) AS previous_handle,
+  (SELECT q.handle FROM {a} q WHERE {mine} AND q.position > %(position)s
+     ORDER BY q.position LIMIT 1) AS next_handle,
+  (SELECT q.handle FROM {a} q WHERE {unfinished} AND q.position > %(position)s
+     ORDER BY q.position LIMIT 1) AS unfinished_after,
+  (SELECT q.handle FROM {a} q WHERE {unfinished} ORDER BY q.position LIMIT 1)
+     AS unfinished_first,
+  (SELECT COUNT(*) FROM {a} q JOIN {i} c ON c.id = q.item_id WHERE {copies}) AS n_copies,
+  (SELECT COUNT(*) FROM {a} q JOIN {i} c ON c.id = q.item_id WHERE {copies}
+     AND (q.position < %(position)s OR (q.position = %(position)s AND q.handle < %(handle)s)))
+     AS copies_before
+"""
 
 
-def _count(queryset: QuerySet[Assignment]) -> Subquery:
-    """COUNT(*) of a clinician's assignments as a scalar subquery (one group: the clinician)."""
-    grouped = queryset.order_by().values("clinician_id").annotate(n=Count("id")).values("n")
-    return Coalesce(Subquery(grouped[:1]), Value(0))
+def _position_sql() -> str:
+    who = "q.study_id = %(study)s AND q.clinician_id = %(clinician)s"
+    mine = f"{who} AND q.status <> %(withdrawn)s"
+    return _POSITION_SQL.format(
+        a=Assignment._meta.db_table,
+        i=Item._meta.db_table,
+        mine=mine,
+        unfinished=f"{mine} AND q.status <> %(submitted)s AND q.id <> %(id)s",
+        # Withdrawn copies keep their letter (case_copy), so they count here.
+        copies=f"{who} AND c.external_id = %(external_id)s",
+    )
 
 
 def queue_position(*, assignment: Assignment) -> QueuePosition:
-    """Where an assignment sits in its clinician's queue, in one query (scalar subqueries
-    on the clinician's queue index): the rating page is the hot path under load."""
-    mine = Assignment.objects.filter(
-        study_id=assignment.study_id, clinician_id=assignment.clinician_id
-    ).exclude(status=Assignment.Status.WITHDRAWN)
-    position = assignment.position
-    unfinished = mine.exclude(status=Assignment.Status.SUBMITTED).exclude(pk=assignment.pk)
-    row = (
-        Assignment.objects.filter(pk=assignment.pk)
-        .order_by()
-        .annotate(
-            n_total=_count(mine),
-            n_submitted=_count(mine.filter(status=Assignment.Status.SUBMITTED)),
-            n_before=_count(mine.filter(position__lt=position)),
-            previous_handle=_first_handle(mine.filter(position__lt=position).order_by("-position")),
-            next_handle=_first_handle(mine.filter(position__gt=position).order_by("position")),
-            unfinished_after=_first_handle(
-                unfinished.filter(position__gt=position).order_by("position")
-            ),
-            unfinished_first=_first_handle(unfinished.order_by("position")),
-        )
-        .values(
-            "n_total",
-            "n_submitted",
-            "n_before",
-            "previous_handle",
-            "next_handle",
-            "unfinished_after",
-            "unfinished_first",
-        )
-        .get()
-    )
+    """Where an assignment sits in its clinician's queue, and which copy of its case it is,
+    in one query: the rating page is the hot path under load. `assignment.item` is read
+    for its external id (loaded with it by the page's and the API's selectors)."""
+    params = {
+        "study": assignment.study_id,
+        "clinician": assignment.clinician_id,
+        "position": assignment.position,
+        "handle": assignment.handle,
+        "id": assignment.pk,
+        "external_id": assignment.item.external_id,
+        "submitted": Assignment.Status.SUBMITTED,
+        "withdrawn": Assignment.Status.WITHDRAWN,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_position_sql(), params)
+        row = cursor.fetchone()
+    total, submitted, before, previous, following, after, first, copies, copy_index = row
     return QueuePosition(
-        index=row["n_before"] + 1,
-        total=row["n_total"],
-        submitted=row["n_submitted"],
-        previous=row["previous_handle"],
-        next=row["next_handle"],
-        next_unfinished=row["unfinished_after"] or row["unfinished_first"],
-    )
-
-
-def resume_point(*, study: RatingStudy, user: AbstractBaseUser) -> str | None:
-    """The handle of the assignment a clinician left off at: a started draft first, else
-    the next unstarted (one query)."""
-    started_first = Case(
-        When(status=Assignment.Status.IN_PROGRESS, then=Value(0)), default=Value(1)
-    )
-    return (
-        Assignment.objects.filter(
-            study=study,
-            clinician=user,
-            status__in=(Assignment.Status.IN_PROGRESS, Assignment.Status.PENDING),
-        )
-        .order_by(started_first, "position")
-        .values_list("handle", flat=True)
-        .first()
+        index=before + 1,
+        total=total,
+        submitted=submitted,
+        previous=previous,
+        next=following,
+        next_unfinished=after or first,
+        copy=CaseCopy(letter=copy_letter(copy_index), count=copies) if copies > 1 else None,
     )

@@ -16,8 +16,10 @@ from annotation.services.rating_imports import (
 )
 from annotation.services.ratings import (
     CriterionAnswer,
+    Submitted,
     flag_assignment,
     save_draft,
+    submit_answers,
     submit_assignment,
 )
 from annotation.services.studies import (
@@ -40,6 +42,7 @@ __all__ = [
     "ItemRow",
     "ItemsCreated",
     "LongImportSummary",
+    "Submitted",
     "add_member",
     "assign_items",
     "create_items",
@@ -52,6 +55,7 @@ __all__ = [
     "resolve_flag",
     "save_draft",
     "set_study_lock",
+    "submit_answers",
     "submit_assignment",
     "update_study",
     "validate_criteria",

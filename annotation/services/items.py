@@ -12,6 +12,7 @@ from django.db import transaction
 
 from annotation import audit
 from annotation.models import Item, RatingStudy
+from medhelm_site.common.querying import ID_FILTER_LIMIT
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,12 @@ def create_items(
     Rows must be valid already (the importers check them); the database constraint is the
     last guard against duplicates.
     """
-    existing = set(Item.objects.filter(study=study).values_list("external_id", "model_name"))
+    rows = list(rows)
+    items = Item.objects.filter(study=study)
+    external_ids = {row.external_id for row in rows}
+    if len(external_ids) <= ID_FILTER_LIMIT:  # a small batch need not read the whole study
+        items = items.filter(external_id__in=external_ids)
+    existing = set(items.values_list("external_id", "model_name"))
     fresh: list[Item] = []
     unchanged = 0
     for row in rows:

@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from annotation import audit
 from annotation.errors import AnnotationError, AnswersError
 from annotation.models import Assignment, AuditEvent, Rating, RatingStudy, RubricCriterion
+from annotation.selectors.hot_path import StoredAnswer, locked_assignment, rubric_answers
+from annotation.services.insert import insert_rows
 from medhelm_site.common.text_limits import checked_column_text, column_max_length, text_problem
 
 
@@ -28,9 +30,12 @@ class CriterionAnswer:
 
 
 def _check_answers(
-    *, study: RatingStudy, answers: Mapping[str, CriterionAnswer], complete: bool
-) -> dict[str, RubricCriterion]:
-    criteria = {c.key: c for c in study.criteria.order_by("position", "id")}
+    *,
+    study: RatingStudy,
+    criteria: Mapping[str, RubricCriterion],
+    answers: Mapping[str, CriterionAnswer],
+    complete: bool,
+) -> None:
     errors: dict[str, str] = {}
     for key, answer in answers.items():
         criterion = criteria.get(key)
@@ -72,51 +77,59 @@ def _check_answers(
                 errors.setdefault(key, "missing: every criterion needs a value to submit")
     if errors:
         raise AnswersError(errors)
-    return criteria
 
 
 def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignment:
-    """Lock the assignment row (only it: concurrent submits of other assignments must not
-    queue behind one study row) and read the study's lock under a share lock, so that a
-    submit cannot commit after the study was locked."""
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("study", "item", "item__taxonomy_node")
-        .filter(pk=assignment_id)
-        .order_by()
-        .first()
-    )
-    if assignment is None or assignment.clinician_id != clinician.pk:
+    """Lock the assignment row (with the study's lock read under a share lock, so that a
+    submit cannot commit after the study was locked: selectors.locked_assignment)."""
+    found = locked_assignment(assignment_id=assignment_id)
+    if found is None or found[0].clinician_id != clinician.pk:
         raise AnnotationError("this item is not assigned to you", field="assignment")
+    assignment, study_locked = found
     if assignment.status == Assignment.Status.WITHDRAWN:
         raise AnnotationError("this assignment was withdrawn", field="assignment")
-    if _study_locked(assignment.study_id):
+    if study_locked:
         raise AnnotationError("the study is locked; ratings can no longer change", field="study")
     return assignment
 
 
-def _study_locked(study_id: int) -> bool:
-    if connection.vendor == "postgresql":
-        # FOR SHARE: many submits hold it at once; set_study_lock's FOR UPDATE waits for them.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT locked_at FROM annotation_ratingstudy WHERE id = %s FOR SHARE", [study_id]
-            )
-            row = cursor.fetchone()
-        return row is not None and row[0] is not None
-    # SQLite serialises writing transactions (IMMEDIATE), so a plain read is current.
-    return RatingStudy.objects.filter(pk=study_id, locked_at__isnull=False).exists()
+@dataclass(frozen=True)
+class _Rubric:
+    """The study's criteria by key (rubric order) and the assignment's stored ratings by
+    criterion id, read in one query under the assignment's lock."""
+
+    criteria: dict[str, RubricCriterion]
+    existing: dict[int, StoredAnswer]
+
+    def answers_after(self, answers: Mapping[str, CriterionAnswer]) -> dict[str, dict[str, object]]:
+        """What the assignment holds once `answers` are written, by key in rubric order."""
+        held: dict[str, dict[str, object]] = {}
+        for key, criterion in self.criteria.items():
+            if key in answers:
+                a = answers[key]
+                held[key] = {
+                    "value": a.value,
+                    "cannot_assess": a.cannot_assess,
+                    "comment": a.comment,
+                }
+            elif criterion.pk in self.existing:
+                held[key] = self.existing[criterion.pk].state()
+        return held
 
 
-def _rating_state(rating: Rating | None) -> dict[str, Any] | None:
-    if rating is None:
-        return None
-    return {"value": rating.value, "cannot_assess": rating.cannot_assess, "comment": rating.comment}
+def _read_rubric(assignment: Assignment) -> _Rubric:
+    criteria: dict[str, RubricCriterion] = {}
+    existing: dict[int, StoredAnswer] = {}
+    for criterion, stored in rubric_answers(assignment=assignment):
+        criteria[criterion.key] = criterion
+        if stored is not None:
+            existing[criterion.pk] = stored
+    return _Rubric(criteria=criteria, existing=existing)
 
 
 def _write_answers(
     assignment: Assignment,
-    criteria: Mapping[str, RubricCriterion],
+    rubric: _Rubric,
     answers: Mapping[str, CriterionAnswer],
     *,
     submitting: bool,
@@ -125,7 +138,7 @@ def _write_answers(
     """Create or update the assignment's rating rows (the assignment row is locked, so no
     one else writes them meanwhile; the unique constraint is the last guard). Returns
     (rating, state before, state after) for each answer that changed something."""
-    existing = {r.criterion_id: r for r in Rating.objects.filter(assignment=assignment).order_by()}
+    criteria, existing = rubric.criteria, rubric.existing
     changed = []
     to_create = []
     for key, answer in answers.items():
@@ -135,8 +148,8 @@ def _write_answers(
             "cannot_assess": answer.cannot_assess,
             "comment": answer.comment,
         }
-        rating = existing.get(criterion.pk)
-        if rating is None:
+        stored = existing.get(criterion.pk)
+        if stored is None:
             rating = Rating(assignment=assignment, criterion=criterion, **after)
             if submitting:
                 rating.first_value, rating.first_cannot_assess = answer.value, answer.cannot_assess
@@ -144,15 +157,12 @@ def _write_answers(
             to_create.append(rating)
             changed.append((rating, None, after))
             continue
-        before = _rating_state(rating)
-        first_time = submitting and rating.first_submitted_at is None
+        before = stored.state()
+        first_time = submitting and not stored.first_submitted
         if before == after and not first_time:
             continue
-        rating.value, rating.cannot_assess, rating.comment = (
-            answer.value,
-            answer.cannot_assess,
-            answer.comment,
-        )
+        # Only the changed columns are written (an UPDATE by primary key).
+        rating = Rating(pk=stored.rating_id, assignment=assignment, criterion=criterion, **after)
         fields = ["value", "cannot_assess", "comment", "updated_at"]
         if first_time:
             rating.first_value, rating.first_cannot_assess = answer.value, answer.cannot_assess
@@ -160,7 +170,7 @@ def _write_answers(
             fields += ["first_value", "first_cannot_assess", "first_submitted_at"]
         rating.save(update_fields=fields)
         changed.append((rating, None if first_time else before, after))
-    Rating.objects.bulk_create(to_create)
+    insert_rows(to_create)
     return changed
 
 
@@ -179,7 +189,10 @@ def save_draft(
     shows it as saved. A draft without changes (e.g. no answers) only adds time on item.
     """
     assignment = _lock_assignment(assignment_id, clinician)
-    criteria = _check_answers(study=assignment.study, answers=answers, complete=False)
+    rubric = _read_rubric(assignment)
+    _check_answers(
+        study=assignment.study, criteria=rubric.criteria, answers=answers, complete=False
+    )
     seconds = _checked_seconds(time_spent_seconds)
     if assignment.status == Assignment.Status.SUBMITTED:
         _refuse_changes_to_submitted(assignment, answers)
@@ -190,7 +203,7 @@ def save_draft(
         )
         assignment.refresh_from_db(fields=["time_spent_seconds"])
         return assignment
-    _write_answers(assignment, criteria, answers, submitting=False, now=timezone.now())
+    _write_answers(assignment, rubric, answers, submitting=False, now=timezone.now())
     assignment.status = Assignment.Status.IN_PROGRESS
     assignment.started_at = assignment.started_at or timezone.now()
     assignment.time_spent_seconds += seconds
@@ -229,7 +242,15 @@ def _checked_seconds(seconds: float) -> float:
     return min(float(seconds), 3600.0)
 
 
-@transaction.atomic
+@dataclass(frozen=True)
+class Submitted:
+    """A submitted assignment and the answers it now holds, by criterion key in rubric
+    order (what selectors.rater_item would read back)."""
+
+    assignment: Assignment
+    answers: dict[str, dict[str, object]]
+
+
 def submit_assignment(
     *,
     assignment_id: int,
@@ -237,6 +258,23 @@ def submit_assignment(
     answers: Mapping[str, CriterionAnswer],
     time_spent_seconds: float = 0.0,
 ) -> Assignment:
+    """Submit (or revise) all criteria of one assignment at once (see submit_answers)."""
+    return submit_answers(
+        assignment_id=assignment_id,
+        clinician=clinician,
+        answers=answers,
+        time_spent_seconds=time_spent_seconds,
+    ).assignment
+
+
+@transaction.atomic
+def submit_answers(
+    *,
+    assignment_id: int,
+    clinician: AbstractBaseUser,
+    answers: Mapping[str, CriterionAnswer],
+    time_spent_seconds: float = 0.0,
+) -> Submitted:
     """Submit (or revise) all criteria of one assignment at once.
 
     Idempotent: a repeat of a submit (the same answers to an assignment already submitted,
@@ -247,25 +285,30 @@ def submit_assignment(
     """
     assignment = _lock_assignment(assignment_id, clinician)
     study = assignment.study
-    criteria = _check_answers(study=study, answers=answers, complete=True)
+    rubric = _read_rubric(assignment)
+    _check_answers(study=study, criteria=rubric.criteria, answers=answers, complete=True)
     seconds = _checked_seconds(time_spent_seconds)
     now = timezone.now()
     was_submitted = assignment.status == Assignment.Status.SUBMITTED
-    changes = _write_answers(assignment, criteria, answers, submitting=True, now=now)
+    held = rubric.answers_after(answers)
+    changes = _write_answers(assignment, rubric, answers, submitting=True, now=now)
     if was_submitted and not changes:
-        return assignment  # a retry: the row is locked and current, so this is what it holds
-    AuditEvent.objects.bulk_create(
-        AuditEvent(
-            actor=clinician,
-            study=study,
-            action="rating.revise" if was_submitted and before is not None else "rating.submit",
-            target_type="Rating",
-            target_id=str(rating.pk),
-            before=before,
-            after=after,
-        )
-        for rating, before, after in changes
-        if before is None or was_submitted
+        # A retry: the row is locked and current, so this is what it holds.
+        return Submitted(assignment=assignment, answers=held)
+    insert_rows(
+        [
+            AuditEvent(
+                actor=clinician,
+                study=study,
+                action="rating.revise" if was_submitted and before is not None else "rating.submit",
+                target_type="Rating",
+                target_id=str(rating.pk),
+                before=before,
+                after=after,
+            )
+            for rating, before, after in changes
+            if before is None or was_submitted
+        ]
     )
     assignment.status = Assignment.Status.SUBMITTED
     assignment.started_at = assignment.started_at or now
@@ -282,7 +325,7 @@ def submit_assignment(
             "updated_at",
         ]
     )
-    return assignment
+    return Submitted(assignment=assignment, answers=held)
 
 
 # --- coordinator actions -------------------------------------------------------------------

@@ -278,6 +278,9 @@ def _import_page(
                     content=upload,
                     file_format=form.cleaned_data["file_format"],
                     actor=request.user,
+                    on_bad_run=form.cleaned_data["on_bad_run"] or ImportJob.OnBadRun.REFUSE,
+                    helm_completions=form.cleaned_data["helm_completions"]
+                    or ImportJob.Completions.FIRST,
                 )
             except AnnotationError as exc:
                 add_to_form(form, exc)

@@ -13,15 +13,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from annotation import selectors, services
-from annotation.access import Role, get_study_for_user
+from annotation.access import Role, get_study_for_user, rater_assignment
 from annotation.errors import AnnotationError
 from annotation.models import Assignment, RatingStudy, RubricCriterion
 
 
-def _parse_answers(study: RatingStudy, data) -> dict[str, services.CriterionAnswer]:
+def _parse_answers(criteria: list[RubricCriterion], data) -> dict[str, services.CriterionAnswer]:
     """Read the form: c-<key> (value), c-<key>-na (cannot assess), c-<key>-comment."""
     answers = {}
-    for criterion in study.criteria.order_by("position", "id"):
+    for criterion in criteria:
         raw = data.get(f"c-{criterion.key}", "").strip()
         cannot = data.get(f"c-{criterion.key}-na") in ("on", "1", "true")
         value: int | None
@@ -49,32 +49,33 @@ def _seconds(data) -> float:
 @login_required
 def resume(request: HttpRequest, study_id: int) -> HttpResponse:
     """Send the clinician to where they left off."""
-    study, _ = get_study_for_user(
-        user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
-    )
-    handle = selectors.resume_point(study=study, user=request.user)
+    roles, handle = selectors.resume_target(user=request.user, study_id=study_id)
+    if Role.CLINICIAN not in roles:  # not a clinician here: the full check's 404 or 403
+        get_study_for_user(user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN])
+        raise Http404("No such study.")  # the check passed meanwhile: a role just granted
     if handle is None:
-        return redirect("annotation:queue", study_id=study.pk)
-    return redirect("annotation:rate", study_id=study.pk, handle=handle)
+        return redirect("annotation:queue", study_id=study_id)
+    return redirect("annotation:rate", study_id=study_id, handle=handle)
 
 
 @login_required
 def rate(request: HttpRequest, study_id: int, handle: str) -> HttpResponse:
     """Show one assignment; a POST submits it and moves on to the next unfinished one."""
-    study, _ = get_study_for_user(
-        user=request.user, study_id=study_id, allowed_roles=[Role.CLINICIAN]
-    )
-    assignment = selectors.own_assignment(study=study, user=request.user, handle=handle)
+    # The access check (404 for a study they are not in, 403 for another role) rides on the
+    # assignment's read where the user rates there.
+    assignment = rater_assignment(user=request.user, handle=handle, study_id=study_id)
     if assignment is None:
         raise Http404("No such item in your queue.")
+    study = assignment.study
     if request.method != "POST":
         return _rating_page(request, study, assignment)
     was_submitted = assignment.status == Assignment.Status.SUBMITTED
+    criteria = [c for c, _ in selectors.rubric_answers(assignment=assignment)]
     try:
         services.submit_assignment(
             assignment_id=assignment.pk,
             clinician=request.user,
-            answers=_parse_answers(study, request.POST),
+            answers=_parse_answers(criteria, request.POST),
             time_spent_seconds=_seconds(request.POST),
         )
     except AnnotationError as exc:
@@ -104,11 +105,16 @@ def _rating_page(
     """The page for one assignment; after a refused submit it shows what was posted, with
     each error beside its criterion (400)."""
     errors = errors or {}
-    view = selectors.rater_item(assignment=assignment)
-    criteria = list(study.criteria.order_by("position", "id"))
+    rubric = selectors.rubric_answers(assignment=assignment)
+    criteria = [c for c, _ in rubric]
+    view = selectors.rater_item(
+        assignment=assignment,
+        answers={c.key: stored.state() for c, stored in rubric if stored is not None},
+    )
     rows = [_criterion_row(c, view.answers.get(c.key, {}), posted, errors) for c in criteria]
     keys = {c.key for c in criteria}
-    copy = selectors.case_copy(assignment=assignment)
+    position = selectors.queue_position(assignment=assignment)
+    copy = position.copy
     return render(
         request,
         "annotation/rate.html",
@@ -116,7 +122,7 @@ def _rating_page(
             "study": study,
             "item": view,
             "rows": rows,
-            "position": selectors.queue_position(assignment=assignment),
+            "position": position,
             "copy_label": f"Response {copy.letter} of this case" if copy else "",
             "copy_letter": copy.letter if copy else "",
             "keys": _legend_keys(criteria),

@@ -43,16 +43,19 @@ from delphi.services.setup import (
     update_protocol,
 )
 from delphi.services.taxonomy import (
+    MEDHELM_BENCHMARKS_FIXTURE,
     MEDHELM_TAXONOMY_FIXTURE,
     TaxonomyFormatError,
     checked_taxonomy_tree,
     create_taxonomy_version,
     ensure_medhelm_taxonomy,
+    medhelm_benchmark_nodes,
     parse_taxonomy_file,
     version_tree,
 )
 
 __all__ = [
+    "MEDHELM_BENCHMARKS_FIXTURE",
     "MEDHELM_TAXONOMY_FIXTURE",
     "DelphiError",
     "ReleaseSummary",
@@ -72,6 +75,7 @@ __all__ = [
     "invite_panelist",
     "latest_outcomes",
     "lock_protocol",
+    "medhelm_benchmark_nodes",
     "missing_answers",
     "node_history",
     "open_round",

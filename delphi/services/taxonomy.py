@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from collections.abc import Iterator
@@ -18,6 +19,9 @@ from delphi.models import TaxonomyNode, TaxonomyVersion
 from medhelm_site.common.text_limits import checked_column_text
 
 MEDHELM_TAXONOMY_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "medhelm_taxonomy.json"
+# HELM's MedHELM benchmarks -> MedHELM category, from crfm-helm's schema_medhelm.yaml
+# (scripts/medhelm_benchmark_map.py wrote it; its "source" names the file and its hash).
+MEDHELM_BENCHMARKS_FIXTURE = Path(settings.BASE_DIR) / "fixtures" / "medhelm_benchmarks.json"
 
 
 class TaxonomyFormatError(DelphiError):
@@ -168,6 +172,14 @@ def ensure_medhelm_taxonomy() -> TaxonomyVersion:
     return create_taxonomy_version(
         tree=tree, status=TaxonomyVersion.Status.RELEASED, source=TaxonomyVersion.Source.FIXTURE
     )
+
+
+@functools.cache
+def medhelm_benchmark_nodes() -> dict[str, str]:
+    """HELM benchmark name -> the MedHELM taxonomy node HELM's schema files it under (a
+    category: schema_medhelm.yaml goes no deeper), as shipped in MEDHELM_BENCHMARKS_FIXTURE."""
+    data = json.loads(MEDHELM_BENCHMARKS_FIXTURE.read_text(encoding="utf-8"))
+    return dict(data["benchmarks"])
 
 
 CSV_COLUMNS = ("category", "subcategory", "task", "description")

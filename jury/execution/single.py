@@ -146,6 +146,11 @@ class _Attempts:
                 if retry_in is None:
                     break
                 self.sleep(retry_in)
+                if self.cancelled():
+                    # Cancelled during the backoff: no further request, whether or not a
+                    # slot would be free; the attempts made so far join its history.
+                    self.board.release(self.endpoint, holder=self.tries.holder)
+                    return self.left(JudgeCall.Status.PENDING)
                 continue
             self.tries.log.append(clock.replied(reply))
             self.board.record(

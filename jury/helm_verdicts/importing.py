@@ -9,7 +9,8 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from annotation.imports import HelmSource, RowError, helm_rows, read_helm_run
+from annotation.imports import HelmRun, HelmSource, RowError, helm_rows, read_helm_run
+from annotation.imports.suite import SuiteZip
 from annotation.models import RatingStudy
 from jury.helm_verdicts.reading import collect
 from jury.helm_verdicts.report import HelmVerdictReport
@@ -26,6 +27,7 @@ def import_helm_verdicts(
     source: HelmSource,
     actor: AbstractBaseUser | None,
     name_hint: str = "",
+    run: HelmRun | None = None,
 ) -> HelmVerdictReport:
     """Import the jury verdicts of a HELM run (a run directory, a zip of one, or
     scenario_state.json, as a path, bytes or a stream) into `study`, all or nothing.
@@ -37,7 +39,8 @@ def import_helm_verdicts(
     """
     report = HelmVerdictReport()
     label = str(source) if isinstance(source, str | Path) else (name_hint or "upload")
-    run = read_helm_run(source, name_hint=name_hint)
+    if run is None:
+        run = read_helm_run(source, name_hint=name_hint)
     parsed = helm_rows(run)
     report.request_states = parsed.total
     fatal = [e for e in parsed.errors if e.order < 0]
@@ -65,3 +68,25 @@ def import_helm_verdicts(
         return report
     report.saved = True
     return report
+
+
+def import_suite_verdicts(
+    *,
+    study: RatingStudy,
+    path: Path,
+    label: str,
+    folders: list[str],
+    actor: AbstractBaseUser | None,
+) -> list[tuple[str, HelmVerdictReport]]:
+    """The jury verdicts of the runs in `folders` of a suite zip (the runs whose items were
+    imported), each run all or nothing: (run name, report) per run, read one at a time."""
+    reports: list[tuple[str, HelmVerdictReport]] = []
+    with SuiteZip(path, label=label) as suite:
+        for folder in folders:
+            run = suite.read_run(folder)
+            name = run.label or folder
+            report = import_helm_verdicts(
+                study=study, source=b"", actor=actor, name_hint=name, run=run
+            )
+            reports.append((name, report))
+    return reports

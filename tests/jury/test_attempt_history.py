@@ -11,7 +11,7 @@ import pytest
 from jury import selectors, services
 from jury.execution import execute_call, storage
 from jury.execution.attempts import AttemptClock
-from jury.models import JudgeCall, JudgeLease, JuryRun
+from jury.models import JudgeCall, JuryRun
 from jury.providers import base as providers
 from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids, make_judge, one_item_run
@@ -77,13 +77,12 @@ def test_resume_keeps_the_attempts_and_errors_of_earlier_executions(study, fake_
 def test_a_call_cancelled_between_its_retries_keeps_its_failed_attempts(study, fake_provider):
     judge = make_judge(fake_provider, max_concurrency=1)
     run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
-    first, other, *_ = call_ids(run)
+    first, *_ = call_ids(run)
     fake_provider.enqueue("503")
 
     def meanwhile(seconds: float) -> None:
-        """While the first call backs off, another worker takes the judge's one slot and
-        the run is cancelled: the first call's wait for a slot ends, pending."""
-        JudgeLease.objects.create(judge=judge, call_id=other, expires_at="2100-01-01T00:00Z")
+        """While the first call backs off, the run is cancelled: the call sends no further
+        request, though the judge's slot is free (on either limiter), and stays pending."""
         services.cancel_run(run=run, actor=None)
 
     assert execute_call(call_id=first, sleep=meanwhile) == "pending"

@@ -221,7 +221,8 @@ def test_jury_attempts_csv_quotes_judge_names_errors_and_finish_reasons(hostile_
             error=hostile(i, f"attempt-error{i}") if i % 2 else "",
             input_tokens=10,
             output_tokens=5,
-            finish_reason=hostile(i + 1, f"finish{i}"),
+            # a provider's finish reason is kept to the column's 32 characters
+            finish_reason=f"{HOSTILE[(i + 1) % len(HOSTILE)][:24]} f{i}",
         )
         errors |= {attempt.error} - {""}
         reasons.add(attempt.finish_reason)

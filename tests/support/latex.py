@@ -88,9 +88,10 @@ def check_structure(src: str) -> None:
             else:
                 assert envs and envs.pop() == name, f"line {t.line}: \\end{{{name}}} unmatched"
         if t.kind in ("math",) or in_math:
-            assert t.kind in ("math", "text") and t.value in "$-", (
-                f"line {t.line}: math mode holds {t.value!r} (only a minus is written there)"
-            )
+            # only a minus and the writer's own alpha label are written in math mode
+            assert (t.kind in ("math", "text") and t.value in "$-") or (
+                t.kind == "cmd" and t.value == "alpha"
+            ), f"line {t.line}: math mode holds {t.value!r} (only a minus or alpha)"
     assert depth == 0, "unbalanced {"
     assert not envs, f"unclosed environments {envs}"
     assert not in_math, "unclosed $"

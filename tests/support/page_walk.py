@@ -57,6 +57,8 @@ LEFT_OUT = {
     "agreement:recompute": "POST only (an action on the report page)",
     "agreement:export": "a file download (CSV, JSON, PDF, figures), not a page",
     "agreement:job-status": "JSON polled by the job page, not a page",
+    "agreement:plan-simulation-status": "JSON status of a queued simulation (its page "
+    "refreshes itself and is visited), not a page",
     "agreement:machine-status": "an HTML fragment the report page fetches into its status "
     "panel (checked there, inside the report page)",
     "agreement:figure": "a figure file download (SVG, PDF, PNG), not a page",
@@ -321,6 +323,12 @@ PAGES = [
         "agreement:job",
         "researcher",
         lambda w: {"study_id": w.rating.study.pk, "job_id": w.queued_job.pk},
+    ),
+    Visit("agreement:plan", "coordinator", _study),
+    Visit(
+        "agreement:plan-simulation",
+        "coordinator",
+        lambda w: {"study_id": w.rating.study.pk, "task_id": "not-yet-taken"},
     ),
     # Delphi
     Visit("delphi:create", "staff"),

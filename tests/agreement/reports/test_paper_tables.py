@@ -81,9 +81,14 @@ def test_latex_table_is_well_formed_and_holds_the_json_values(hostile_snapshot):
     header = [plain_text(src) for _, src in rows[0]]
     assert header[2:] == columns  # every name, hostile ones included, printed as written
     by_cell = _json_cells(snap)
-    checked = 0
+    checked = alphas = 0
+    label = ""
     for row in rows[2:]:
         if len(row) == 1:  # a group heading
+            continue
+        if r"$\alpha$" in row[0][1]:  # alpha beneath the ICCs of the row above
+            level = plain_text(row[0][1]).split()[-1]
+            alphas += _check_alpha_row(row[2:], [by_cell[(label, c)] for c in columns], level)
             continue
         label = plain_text(row[0][1])
         values = row[2:]
@@ -102,7 +107,27 @@ def test_latex_table_is_well_formed_and_holds_the_json_values(hostile_snapshot):
             checked += 1
             position += 2
     assert checked >= len(columns)  # at least the all-items row, every column
+    assert alphas >= len(columns)  # alpha beneath the ICCs, both levels
     assert {plain_text(r[0][1]) for r in rows[2:]} >= {HOSTILE[0], printed(HOSTILE[3])}
+
+
+def _check_alpha_row(values: list[tuple[int, str]], cells: list[dict], level: str) -> int:
+    """One alpha line of the LaTeX table: per column its estimate and interval, or empty
+    where the cell has no alpha; returns how many numbers it checked."""
+    assert level in ("interval", "ordinal")
+    assert len(values) == 2 * len(cells)
+    checked = 0
+    for n, cell in enumerate(cells):
+        estimate, interval = plain_text(values[2 * n][1]), plain_text(values[2 * n + 1][1])
+        if cell.get(f"alpha_{level}") is None or cell["status"] != "ok":
+            assert estimate == interval == ""
+            continue
+        assert _close(estimate, cell[f"alpha_{level}"])
+        low, high = interval.strip("()").split(", ")
+        assert _close(low, cell[f"alpha_{level}_ci_low"])
+        assert _close(high, cell[f"alpha_{level}_ci_high"])
+        checked += 1
+    return checked
 
 
 def _md_cells(line: str) -> list[str]:
@@ -118,7 +143,8 @@ def test_markdown_table_has_one_cell_per_column_and_the_json_values(hostile_snap
     header = [re.sub(r"\\(.)", r"\1", c) for c in _md_cells(lines[0])]
     assert header == ["Items", "n", *(f"{c} ({k})" for c, k in zip(columns, kinds, strict=True))]
     by_cell = _json_cells(snap)
-    checked = 0
+    checked = alphas = 0
+    number = r"(-?[\d.]+) \((-?[\d.]+), (-?[\d.]+)\)"
     for line in lines[2:]:
         cells = _md_cells(line)
         assert len(cells) == 2 + len(columns), line
@@ -127,14 +153,25 @@ def test_markdown_table_has_one_cell_per_column_and_the_json_values(hostile_snap
         label = re.sub(r"\\(.)", r"\1", cells[0].removeprefix("&emsp;"))
         for column, text in zip(columns, cells[2:], strict=True):
             cell = by_cell[(label, column)]
-            m = re.fullmatch(r"(-?[\d.]+) \((-?[\d.]+), (-?[\d.]+)\)", text)
+            icc, *alpha_lines = text.split("<br>")
+            m = re.fullmatch(number, icc)
             if m is None:
-                assert cell["status"] != "ok"
+                assert cell["status"] != "ok" and not alpha_lines
                 continue
             assert _close(m.group(1), cell["estimate"])
             assert _close(m.group(2), cell["ci_low"]) and _close(m.group(3), cell["ci_high"])
             checked += 1
+            levels = [lv for lv in ("interval", "ordinal") if cell.get(f"alpha_{lv}") is not None]
+            assert len(alpha_lines) == len(levels), text
+            for level, alpha_line in zip(levels, alpha_lines, strict=True):
+                m = re.fullmatch(f"\u03b1 {level} {number}", alpha_line)
+                assert m is not None, alpha_line
+                assert _close(m.group(1), cell[f"alpha_{level}"])
+                assert _close(m.group(2), cell[f"alpha_{level}_ci_low"])
+                assert _close(m.group(3), cell[f"alpha_{level}_ci_high"])
+                alphas += 1
     assert checked >= len(columns)
+    assert alphas >= len(columns)
 
 
 def test_methods_paragraph_states_the_stored_method(built):

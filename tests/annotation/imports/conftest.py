@@ -8,6 +8,7 @@ import pytest
 from annotation import services
 from delphi.services import create_taxonomy_version
 from tests.factories import MEDHELM_CRITERIA, UserFactory
+from tests.support.helm_runs import make_helm_suite
 
 
 @pytest.fixture(autouse=True)
@@ -47,3 +48,10 @@ def study(coordinator, taxonomy):
         criteria=MEDHELM_CRITERIA,
         taxonomy_version=taxonomy,
     )
+
+
+@pytest.fixture(scope="session")
+def helm_suite(tmp_path_factory):
+    """A real HELM suite folder, made once per session by crfm-helm's helm-run (offline,
+    simple/model1 on simple1, simple_mcqa and simple_classification)."""
+    return make_helm_suite(tmp_path_factory.mktemp("helm"))

@@ -1,0 +1,152 @@
+"""Planning a rating study: the sample-size questions (answered at once, pure arithmetic) and
+the design simulation (in a Celery worker, with progress, or here when
+settings.AGREEMENT_REPORTS_IN_BACKGROUND is off). Nothing is written to the database: a plan
+is a computation on its inputs, which the page keeps in its URL.
+
+A queued simulation is read back by its Celery task id, and only within the study that asked
+for it (the id and the study travel together in the task's progress and result)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from celery import current_app
+from celery.result import AsyncResult
+from django.conf import settings
+
+from agreement.stats.planning import (
+    SampleSize,
+    bonett_items,
+    bonett_width,
+    difference_items,
+    exact_items,
+    exact_power,
+    walter_items,
+)
+from agreement.stats.planning_sim import DesignSpec, simulate_design, validate
+
+SIMULATE_DESIGN_TASK = "agreement.simulate_design"
+#: A queued simulation no worker has started after this many seconds is reported as such.
+WAITING_TOO_LONG_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class PlanAnswer:
+    """The items needed, by each route that applies, with a line on what it means."""
+
+    sizes: tuple[SampleSize, ...]
+    summary: str
+
+
+def answer(question: str, data: Mapping[str, Any]) -> PlanAnswer:
+    """Answer a sample-size question from cleaned form data. Raises PlanningInputError."""
+    if question == "precision":
+        size = bonett_items(
+            data["rho"],
+            data["k"],
+            data["width"],
+            confidence=data["confidence"],
+            small_k_correction=data.get("small_k_correction", True),
+        )
+        expected = bonett_width(data["rho"], data["k"], size.n_items, confidence=data["confidence"])
+        return PlanAnswer(
+            (size,),
+            f"{size.n_items} items, each rated by {data['k']} raters, give a "
+            f"{data['confidence']:.0%} interval of width about {expected:.3f} around an ICC(1) "
+            f"of {data['rho']:g} (about half the studies will see a wider one).",
+        )
+    if question == "power":
+        args = (data["rho0"], data["rho1"], data["k"])
+        kw = {"alpha": data["alpha"], "power": data["power"], "tails": data["tails"]}
+        walter = walter_items(*args, **kw)
+        exact = exact_items(*args, **kw)
+        achieved = exact_power(*args, walter.n_items, alpha=data["alpha"], tails=data["tails"])
+        return PlanAnswer(
+            (walter, exact),
+            f"{walter.n_items} items (Walter et al.) with {data['k']} raters each give an exact "
+            f"power of {achieved:.3f} to show the ICC above {data['rho0']:g} when it is "
+            f"{data['rho1']:g}; the exact F test needs {exact.n_items}.",
+        )
+    if question == "difference":
+        size = difference_items(
+            data["rho_low"],
+            data["difference"],
+            k_low=data["k_low"],
+            k_high=data["k_high"],
+            alpha=data["alpha"],
+            power=data["power"],
+            tails=data["tails"],
+        )
+        return PlanAnswer(
+            (size,),
+            f"About {size.n_items} items to show, with power {data['power']:g}, an ICC of "
+            f"{data['rho_low'] + data['difference']:g} ({data['k_high']} per item) above one of "
+            f"{data['rho_low']:g} ({data['k_low']} per item). An approximation: simulate the "
+            "design to check it.",
+        )
+    raise ValueError(f"unknown planning question {question!r}")
+
+
+def design_spec(data: Mapping[str, Any]) -> DesignSpec:
+    """A DesignSpec from cleaned form (or command) data, checked. Raises PlanningInputError."""
+    spec = DesignSpec(**{name: data[name] for name in DesignSpec.__dataclass_fields__})
+    validate(spec)
+    return spec
+
+
+def run_simulation(
+    spec: DesignSpec, *, study_id: int, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Simulate and return a JSON-able result, with the study it belongs to and its runtime."""
+    started = time.perf_counter()
+    result = simulate_design(spec, progress=progress)
+    out = result.as_dict()
+    out["study_id"] = study_id
+    out["seconds"] = round(time.perf_counter() - started, 3)
+    return out
+
+
+def start_simulation(
+    *, study_id: int, spec: DesignSpec, background: bool | None = None
+) -> tuple[str | None, dict[str, Any] | None]:
+    """Queue the simulation (task id, None) or run it here (None, result)."""
+    if background is None:
+        background = settings.AGREEMENT_REPORTS_IN_BACKGROUND
+    if not background:
+        return None, run_simulation(spec, study_id=study_id)
+    task = current_app.send_task(
+        SIMULATE_DESIGN_TASK, kwargs={"study_id": study_id, "spec": spec.__dict__.copy()}
+    )
+    return task.id, None
+
+
+def simulation_status(*, study_id: int, task_id: str, queued_at: float | None) -> dict[str, Any]:
+    """Where a queued simulation is: waiting, running (done/total), finished (result), failed
+    (reason), or lost (no worker took it). A task of another study reads as unknown."""
+    result = AsyncResult(task_id, app=current_app)
+    state = result.state
+    if state == "SUCCESS":
+        value = result.result
+        if not isinstance(value, dict) or value.get("study_id") != study_id:
+            return {"state": "unknown"}
+        return {"state": "finished", "result": value}
+    if state == "FAILURE":
+        return {"state": "failed", "reason": f"{type(result.result).__name__}: {result.result}"}
+    if state == "PROGRESS":
+        meta = result.info if isinstance(result.info, dict) else {}
+        if meta.get("study_id") != study_id:
+            return {"state": "unknown"}
+        return {"state": "running", "done": meta.get("done", 0), "total": meta.get("total")}
+    if state == "STARTED":
+        return {"state": "running", "done": 0, "total": None}
+    waited = time.time() - queued_at if queued_at else 0.0
+    if waited > WAITING_TOO_LONG_SECONDS:
+        return {
+            "state": "lost",
+            "reason": f"no worker has started it in {waited / 60:.0f} minutes: is a Celery "
+            "worker running? Run the simulation again once one is.",
+        }
+    return {"state": "waiting"}
