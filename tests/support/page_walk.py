@@ -54,6 +54,8 @@ LEFT_OUT = {
     "jury:run-calls": "a CSV download, not a page",
     "jury:run-attempts": "a CSV download, not a page",
     "jury:run-action": "POST only (cancel, retry on the run page)",
+    "jury:metrics-start": "POST only (starts the missing metrics from the report's status "
+    "panel or the jury page)",
     "agreement:recompute": "POST only (an action on the report page)",
     "agreement:export": "a file download (CSV, JSON, PDF, figures), not a page",
     "agreement:job-status": "JSON polled by the job page, not a page",
