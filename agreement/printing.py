@@ -17,12 +17,13 @@ from agreement import plots, presenters
 from agreement.models import ReportSnapshot
 from agreement.renderings.pdf import html_pdf
 
-STYLE_SHEETS = ("annotation/site.css", "agreement/print.css")
+STYLE_SHEETS = ("annotation/site.css", "agreement/print.css", "agreement/report.css")
 
 
 @cache
 def print_styles() -> str:
-    """The site's style sheet, then the print rules, as one text (read once per process)."""
+    """The site's style sheet, the print rules, then the report page's own rules
+    (agreement/report.css, which the page links), as one text (read once per process)."""
     parts = []
     for name in STYLE_SHEETS:
         path = finders.find(name)

@@ -28,6 +28,7 @@ from agreement.models import ReportJob, ReportSnapshot
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
 from jury import metric_jobs
+from medhelm_site.csp import with_self_contained_policy
 
 
 class ReportForm(forms.Form):
@@ -295,6 +296,9 @@ def figure_response(snapshot: ReportSnapshot, key: str, fmt: str) -> HttpRespons
     response = HttpResponse(content, content_type=plots.FIGURE_FORMATS[fmt][0])
     name = f"agreement-{snapshot.study_id}-{snapshot.pk}-{key}.{fmt}"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
+    if fmt == "svg":
+        # matplotlib's SVG carries its own <style> and style attributes: allowed by hash
+        return with_self_contained_policy(response, content)
     return response
 
 

@@ -215,6 +215,32 @@ if env_bool("USE_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SILENCED_SYSTEM_CHECKS = env_list("SILENCED_SYSTEM_CHECKS", "")
 
+# ---- Content-Security-Policy (django-csp) --------------------------------------------------
+# Everything from the site itself and nothing inline: no inline <script> or <style>, no style
+# attributes, no event-handler attributes (the pages' JavaScript and CSS are static files).
+# Self-contained documents (the Delphi HTML report, the stored SVG figures) carry a policy of
+# their own built from their bytes (medhelm_site.csp). Kept in its own block on purpose.
+INSTALLED_APPS += ["csp"]
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "csp.middleware.CSPMiddleware",
+)
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+# ---- end Content-Security-Policy ----------------------------------------------------------
+
 # Celery. The embedded default is kombu's SQLAlchemy transport on a SQLite file: it needs no
 # server, and a long jury run still runs in a worker process, never inside a web request.
 _default_broker = f"sqla+sqlite:///{DATA_DIR / 'celery-broker.sqlite3'}"
@@ -347,6 +373,18 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
+# ---- Logs, health and readiness -------------------------------------------------------------
+# MEDHELM_LOG_FORMAT=json: one JSON object per line (medhelm_site.logs.JsonFormatter) and one
+# line per request (method, path, status, duration, user id; never a body or query string).
+# Whatever the format, the `redact` filter removes secrets (Authorization headers, tokens,
+# passwords, SECRET_KEY, the passwords in DATABASE_URL and the broker URL) from every record.
+MEDHELM_LOG_FORMAT = os.environ.get("MEDHELM_LOG_FORMAT", "text").strip().lower() or "text"
+if MEDHELM_LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"MEDHELM_LOG_FORMAT={MEDHELM_LOG_FORMAT!r}: use text or json")
+MEDHELM_REQUEST_LOG = env_bool("MEDHELM_REQUEST_LOG", MEDHELM_LOG_FORMAT == "json")
+if MEDHELM_REQUEST_LOG:
+    MIDDLEWARE.append("medhelm_site.logs.RequestLogMiddleware")
+
 # --- Identity and sessions (accounts/) ------------------------------------------------------
 # Login throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username
 # from one address, that username is refused from that address for LOGIN_LOCKOUT_MINUTES
@@ -392,9 +430,29 @@ MIDDLEWARE = [
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redact": {"()": "medhelm_site.logs.RedactSecrets"}},
+    "formatters": {
+        "json": {"()": "medhelm_site.logs.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["redact"],
+            "formatter": MEDHELM_LOG_FORMAT,
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # httpx (under the judges' SDKs) logs every request at INFO: one line per judge call,
-    # between the lines of run_jury's progress bar. Its warnings and errors still show.
-    "loggers": {"httpx": {"level": "WARNING"}},
+    "loggers": {
+        # httpx (under the judges' SDKs) logs every request at INFO: one line per judge call,
+        # between the lines of run_jury's progress bar. Its warnings and errors still show.
+        "httpx": {"level": "WARNING"},
+        # SQL with its parameters (item text, ratings, password hashes) is never logged.
+        "django.db.backends": {"level": "INFO"},
+    },
 }
+# /readyz asks the Celery workers for a ping and waits this long for the answers.
+MEDHELM_READYZ_PING_TIMEOUT = float(os.environ.get("MEDHELM_READYZ_PING_TIMEOUT", "1.0"))
+# Load balancers probe over plain HTTP: the probes are not redirected to HTTPS.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+# ---- end logs, health and readiness ---------------------------------------------------------

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from agreement import urls as agreement_urls
 from annotation.views import home as annotation_home
+from medhelm_site import health
 
 _form = "registration/simple_form.html"
 _message = "registration/message.html"
@@ -74,6 +75,8 @@ urlpatterns = [
     path("api/", include("annotation.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("admin/", admin.site.urls),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
 ]
 
 # A BadParameter (medhelm_site.common.querying) a page lets through answers 400 with its message.

@@ -10,6 +10,7 @@ from delphi import exports
 from delphi.access import get_study_for_coordinator
 from delphi.forms import sentence
 from delphi.services import DelphiError
+from medhelm_site.csp import with_self_contained_policy
 
 
 @login_required
@@ -32,4 +33,7 @@ def export(request: HttpRequest, study_id: int, name: str) -> HttpResponse:
     # data files and the PDF download.
     disposition = "inline" if name.endswith(".html") else "attachment"
     response["Content-Disposition"] = f'{disposition}; filename="{filename}"'
+    if name.endswith(".html"):
+        # standalone documents (inline style and SVG, no static files): a policy of their own
+        return with_self_contained_policy(response, content)
     return response

@@ -76,3 +76,11 @@ def new_context(browser):
     for context in made:
         with contextlib.suppress(Error):  # closed by the test already
             context.close()
+
+
+@pytest.fixture
+def world(transactional_db):
+    """The data of the page walks (tests/support/page_walk.py), built as pages need it."""
+    from tests.support.page_walk import World
+
+    return World()
