@@ -18,9 +18,10 @@ import sys
 import pytest
 from django.conf import settings
 from django.db import connection
-from rest_framework.authtoken.models import Token
+from django.test import override_settings
 
 from annotation.models import Assignment
+from medhelm_site.accounts.services import create_token
 from medhelm_site.logs import REDACTED, JsonFormatter, RedactSecrets
 from tests.factories import TEST_PASSWORD
 from tests.support import celery_worker
@@ -60,7 +61,10 @@ def _database_url_with_a_password() -> str:
 def test_json_logs_of_real_requests_hold_no_secret_and_no_study_content(study_with_members):
     clinician = study_with_members.clinicians[0]
     assignment = Assignment.objects.filter(clinician=clinician).order_by("position").first()
-    token = Token.objects.create(user=clinician).key
+    # the token remembers its owner's password through a hash keyed by SECRET_KEY: issued
+    # under the child's key, as a token of that installation is
+    with override_settings(SECRET_KEY=SECRETS["secret_key"]):
+        token = create_token(user=clinician)[1]
     answers = {
         "accuracy": {"value": 4},
         "completeness": {"value": 3},
