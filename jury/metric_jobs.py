@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 #: A job still queued after this long: no worker serving the metrics queue has taken it.
 STALE_QUEUED = timedelta(minutes=10)
+#: A job running this long with no end recorded: its worker most likely stopped (BERTScore
+#: over a MedHELM-sized study takes well under an hour on 2 cores).
+STALE_RUNNING = timedelta(hours=2)
 ACTIVE = (MetricJob.Status.QUEUED, MetricJob.Status.RUNNING)
 LABELS = dict(MetricScore.Metric.choices)
 
@@ -49,7 +52,16 @@ def start_metric_job(
         RatingStudy.objects.select_for_update().filter(pk=study.pk).first()
         for job in MetricJob.objects.filter(study=study, status__in=ACTIVE):
             overlap = [m for m in names if m in job.metrics]
-            if overlap:
+            if overlap and is_stale(job, now=timezone.now()):
+                # Nobody is computing it: end it visibly, and let the new job do the work
+                # (a late worker would only skip the items already scored).
+                MetricJob.objects.filter(pk=job.pk).update(
+                    status=MetricJob.Status.FAILED,
+                    finished_at=timezone.now(),
+                    error=f"{job.get_status_display().lower()} since {_when(job.created_at)} "
+                    "with no end recorded; started again",
+                )
+            elif overlap:
                 raise JuryError(
                     f"{', '.join(LABELS.get(m, m) for m in overlap)} already "
                     f"{job.get_status_display().lower()} since {_when(job.created_at)}",
@@ -125,8 +137,8 @@ class MetricState:
 
     @property
     def startable(self) -> bool:
-        """Worth starting: items left to score and no job queued or running for it."""
-        return self.done < self.total and self.job_status not in ACTIVE
+        """Worth starting: items left to score and no live job queued or running for it."""
+        return self.done < self.total and (self.job_status not in ACTIVE or self.stale)
 
     @property
     def summary(self) -> str:
@@ -136,6 +148,11 @@ class MetricState:
             return (
                 f"queued since {self.job_when} and not taken by any worker: is a worker "
                 "serving the metrics queue running?"
+            )
+        if self.job_status == MetricJob.Status.RUNNING and self.stale:
+            return (
+                f"running since {self.job_when} with no end recorded: its worker may have "
+                "stopped; start it again"
             )
         if self.job_status == MetricJob.Status.FAILED:
             return f"failed {self.job_when}: {self.job_error}"
@@ -178,14 +195,19 @@ def metric_states(*, study: RatingStudy, now: datetime | None = None) -> list[Me
                 job_status=job.status if job else None,
                 job_when=_when(when) if when else "",
                 job_error=job.error if job else "",
-                stale=bool(
-                    job
-                    and job.status == MetricJob.Status.QUEUED
-                    and now - job.created_at > STALE_QUEUED
-                ),
+                stale=job is not None and is_stale(job, now=now),
             )
         )
     return states
+
+
+def is_stale(job: MetricJob, *, now: datetime) -> bool:
+    """Queued with no worker taking it, or running with no end, for longer than a job takes."""
+    if job.status == MetricJob.Status.QUEUED:
+        return now - job.created_at > STALE_QUEUED
+    if job.status == MetricJob.Status.RUNNING:
+        return now - (job.started_at or job.created_at) > STALE_RUNNING
+    return False
 
 
 def metric_panel(*, study: RatingStudy) -> dict[str, Any]:

@@ -120,6 +120,20 @@ def test_a_job_no_worker_takes_says_so(setup):
     assert stale.stale and "not taken by any worker" in stale.summary
 
 
+def test_a_job_whose_worker_stopped_can_be_started_again(setup):
+    study = setup.study
+    job = metric_jobs.start_metric_job(study=study, actor=None, metrics=["rouge_l_f1"])
+    long_ago = timezone.now() - metric_jobs.STALE_RUNNING - timedelta(minutes=1)
+    MetricJob.objects.filter(pk=job.pk).update(status=MetricJob.Status.RUNNING, started_at=long_ago)
+    rouge = _states(study)["rouge_l_f1"]
+    assert rouge.stale and rouge.startable and "no end recorded" in rouge.summary
+    again = metric_jobs.start_metric_job(study=study, actor=None, metrics=["rouge_l_f1"])
+    job.refresh_from_db()
+    assert job.status == MetricJob.Status.FAILED and "started again" in job.error
+    assert _states(study)["rouge_l_f1"].job_status == MetricJob.Status.QUEUED
+    assert again.pk != job.pk
+
+
 def test_coordinators_start_metrics_from_the_report_panel(setup, client, monkeypatch):
     from agreement import services as agreement_services
 
