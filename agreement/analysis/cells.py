@@ -59,6 +59,7 @@ CELL_COLUMNS = [
     "n_pairs_excluded",
     "pairs_excluded",
     "dropped_raters",
+    "design",
     *ALPHA_COLUMNS,
 ]
 NOT_ESTIMABLE = "not estimable"
@@ -171,6 +172,14 @@ def _too_few_items(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, An
     return None
 
 
+def clinician_design(sub: pd.DataFrame) -> str:
+    """ "complete" where every item of `sub` is rated by all of its clinicians, else
+    "incomplete" (each item by some of them): the intervals' simulated coverage differs."""
+    clin = sub.loc[sub["rater_kind"] == "clinician"]
+    per_item = clin.groupby("item")["rater"].nunique()
+    return "complete" if bool((per_item == clin["rater"].nunique()).all()) else "incomplete"
+
+
 def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]:
     """Estimate, interval, counts (or the reason there are none) for one machine."""
     sub = only_clinicians_and(sub, machine)
@@ -193,6 +202,7 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
         "n_items": point.n_items,
         "n_raters": point.n_clinicians,
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
+        "design": clinician_design(sub),
     }
     return ruled(fields, n_shared=point.n_items, s=s)
 
@@ -228,6 +238,7 @@ def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
         "n_pairs_excluded": point.n_pairs_excluded,
         "pairs_excluded": point.excluded_text or None,
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
+        "design": clinician_design(clin),
     }
     return ruled(fields, n_shared=None, s=s)
 
@@ -255,4 +266,5 @@ def difference_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, A
         "n_valid_resamples": boot.n_valid,
         "status": "ok",
         "reason": fields["reason"],
+        "design": clinician_design(sub),
     }

@@ -57,8 +57,15 @@ INTERVAL_COVERAGE = (
     "nominal level from {n} items on; with fewer items the item bootstrap covers less than its "
     "nominal level by more than that, so an interval on fewer than {n} items is marked "
     "approximate; where each item is rated by a few of many clinicians (2 of 6 simulated) it "
-    "covered less by more than 1.5 points at 200 items too, and such intervals are not marked "
-    "(bench/README.md)"
+    "covered less by more than 1.5 points at 200 items too, so an interval on such an "
+    "incomplete design is marked approximate at any number of items (bench/README.md)"
+)
+#: What a cell's interval on an incomplete design (each item rated by some of the
+#: clinicians) says of itself.
+INCOMPLETE_DESIGN_NOTE = (
+    "approximate interval: each item rated by some of the clinicians (an incomplete design), "
+    "where the simulated coverage of the interval fell short of its nominal level by more "
+    "than 1.5 points even at 200 items (Method)"
 )
 #: What a cell's interval on fewer than APPROXIMATE_BELOW_ITEMS items says of itself.
 APPROXIMATE_NOTE = (
@@ -119,6 +126,7 @@ class Settings:
             "coverage": INTERVAL_COVERAGE.format(n=APPROXIMATE_BELOW_ITEMS),
             "approximate_below_items": APPROXIMATE_BELOW_ITEMS,
             "approximate_note": APPROXIMATE_NOTE.format(n=APPROXIMATE_BELOW_ITEMS),
+            "approximate_incomplete_note": INCOMPLETE_DESIGN_NOTE,
         }
 
     def boot(self) -> dict[str, Any]:

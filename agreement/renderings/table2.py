@@ -114,13 +114,18 @@ def _alphas(c: Mapping[str, Any], digits: int) -> tuple[AlphaText, ...]:
 
 def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | None:
     """The note an interval gets when its cell has fewer items than the report's simulated
-    coverage was checked for (``method["intervals"]``); None for other cells, cells with no
-    interval and reports computed before the check was recorded."""
+    coverage was checked for (``method["intervals"]``), or rests on an incomplete design
+    (each item rated by some of the clinicians), where the simulation found it short too;
+    None for other cells, cells with no interval and reports computed before the check was
+    recorded."""
     record = method.get("intervals") or {}
     below, n = record.get("approximate_below_items"), c.get("n_items")
     if not (finite(below) and finite(n) and finite(c.get("ci_low")) and finite(c.get("ci_high"))):
         return None
-    return str(record.get("approximate_note")) if float(n) < float(below) else None
+    if float(n) < float(below):
+        return str(record.get("approximate_note"))
+    incomplete = record.get("approximate_incomplete_note")  # not in reports made before it
+    return str(incomplete) if incomplete and c.get("design") == "incomplete" else None
 
 
 def _cell(

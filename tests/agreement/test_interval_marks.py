@@ -1,0 +1,72 @@
+"""Which Table 2 intervals are marked approximate: those on fewer items than the simulated
+coverage was checked for, and those on an incomplete design (each item rated by some of the
+clinicians), where bench/bench_coverage.py found the intervals short at 200 items too."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from agreement.analysis.cells import clinician_design
+from agreement.analysis.settings import Settings
+from agreement.renderings.table2 import approximate_note, table2
+
+
+def _scores(raters_of_item: dict[int, list[str]]) -> pd.DataFrame:
+    rows = [
+        {"item": item, "criterion": "accuracy", "rater": r, "rater_kind": "clinician", "value": 3}
+        for item, raters in raters_of_item.items()
+        for r in raters
+    ]
+    rows.append(
+        {"item": 1, "criterion": "accuracy", "rater": "j", "rater_kind": "judge", "value": 2}
+    )
+    return pd.DataFrame(rows)
+
+
+def test_the_design_is_complete_only_when_every_item_has_every_clinician():
+    assert clinician_design(_scores({1: ["a", "b"], 2: ["a", "b"]})) == "complete"
+    assert clinician_design(_scores({1: ["a", "b"], 2: ["b", "c"]})) == "incomplete"
+    assert clinician_design(_scores({1: ["a", "b", "c"], 2: ["a", "b"]})) == "incomplete"
+
+
+def _cell(n_items: int, design: str | None) -> dict:
+    return {
+        "section": "overall",
+        "row_group": "all",
+        "row": "All items",
+        "column": "jury",
+        "column_kind": "jury",
+        "statistic": "ICC(3,2)",
+        "status": "ok",
+        "estimate": 0.5,
+        "ci_low": 0.4,
+        "ci_high": 0.6,
+        "n_items": n_items,
+        "design": design,
+    }
+
+
+def test_intervals_on_few_items_or_an_incomplete_design_are_marked():
+    method = {"intervals": Settings().interval_record()}
+    record = method["intervals"]
+    below = record["approximate_below_items"]
+    assert approximate_note(_cell(below - 1, "complete"), method) == record["approximate_note"]
+    assert approximate_note(_cell(below, "complete"), method) is None
+    assert (
+        approximate_note(_cell(2 * below, "incomplete"), method)
+        == record["approximate_incomplete_note"]
+    )
+    assert "incomplete design" in record["approximate_incomplete_note"]
+    # a report computed before the design was recorded: only the item-count mark
+    older = {"intervals": {k: v for k, v in record.items() if k != "approximate_incomplete_note"}}
+    assert approximate_note(_cell(2 * below, "incomplete"), older) is None
+    # the printed table carries the note on the cell
+    table = table2(
+        {
+            "columns": [{"column": "jury", "column_kind": "jury"}],
+            "cells": [_cell(500, "incomplete")],
+        },
+        method,
+    )
+    assert table.rows[0].cells[0].note == record["approximate_incomplete_note"]
+    assert table.notes == [record["approximate_incomplete_note"]]
