@@ -43,7 +43,9 @@ def _accept(request: HttpRequest, token: str) -> Panelist:
         joined = services.create_account_and_accept(
             token=token, username=request.POST.get("username", "").strip(), password=password
         )
-        login(request, joined.user)
+        # The account was just made with this password: no password check to throttle, so
+        # the plain model backend (the site names two, so login() must be told which).
+        login(request, joined.user, backend="django.contrib.auth.backends.ModelBackend")
         return joined
     raise DelphiError("choose how to join: with your account or a new one")
 
