@@ -56,7 +56,7 @@ def worker_redis(settings, monkeypatch) -> str:
 def send_chunk(ids: list[int]) -> None:
     from celery import Celery
 
-    client = Celery("test-client", broker=BROKER)
+    client = Celery("test-client", broker=BROKER, set_as_current=False)
     client.send_task("jury.execute_judge_calls", args=[ids])
     client.close()
 

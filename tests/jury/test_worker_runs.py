@@ -32,7 +32,7 @@ def redis_broker(monkeypatch):
 
 def send(call_ids) -> None:
     """Send calls to the workers as start_run does, through a client on the test broker."""
-    client = Celery("test-client", broker=REDIS_URL)
+    client = Celery("test-client", broker=REDIS_URL, set_as_current=False)
     for call_id in call_ids:
         client.send_task("jury.execute_judge_call", args=[call_id])
     client.close()

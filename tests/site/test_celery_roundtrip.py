@@ -15,7 +15,7 @@ def _round_trip(broker_url: str, result_backend: str, log_path, monkeypatch) -> 
     # Celery lets CELERY_BROKER_URL in the environment override the broker given here.
     monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
     monkeypatch.delenv("CELERY_RESULT_BACKEND", raising=False)
-    client = Celery("test-client", broker=broker_url, backend=result_backend)
+    client = Celery("test-client", broker=broker_url, backend=result_backend, set_as_current=False)
     client.conf.broker_connection_retry_on_startup = True
     with running_worker(broker_url=broker_url, result_backend=result_backend, log_path=log_path):
         result = client.send_task("annotation.worker_health")

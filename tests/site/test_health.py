@@ -53,7 +53,7 @@ def test_readyz_with_an_unreachable_broker_is_503_without_the_broker_url(client,
     # Celery lets CELERY_BROKER_URL in the environment override the broker given here
     monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
     monkeypatch.delenv("CELERY_RESULT_BACKEND", raising=False)
-    unreachable = Celery("unreachable", broker=CLOSED_PORT_BROKER)
+    unreachable = Celery("unreachable", broker=CLOSED_PORT_BROKER, set_as_current=False)
     unreachable.conf.broker_connection_timeout = 0.5
     monkeypatch.setattr(health, "celery_app", lambda: unreachable)
     response = client.get("/readyz")

@@ -58,7 +58,7 @@ def test_a_worker_keeps_its_connection_for_conn_max_age(tmp_path, monkeypatch, m
     redis.Redis.from_url(BROKER).flushdb()
     monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
     monkeypatch.delenv("CELERY_RESULT_BACKEND", raising=False)
-    client = Celery("test-client", broker=BROKER, backend=BROKER)
+    client = Celery("test-client", broker=BROKER, backend=BROKER, set_as_current=False)
 
     def task() -> dict:
         return client.send_task("annotation.worker_health").get(timeout=90)

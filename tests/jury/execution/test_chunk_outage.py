@@ -43,7 +43,7 @@ def test_a_timed_out_call_in_a_chunk_keeps_the_time_its_requests_took(study, fak
 def send_chunk(ids: list[int]) -> None:
     from celery import Celery
 
-    client = Celery("test-client", broker=BROKER)
+    client = Celery("test-client", broker=BROKER, set_as_current=False)
     client.send_task("jury.execute_judge_calls", args=[ids])
     client.close()
 

@@ -26,7 +26,7 @@ WORKER_ENV = {"MEDHELM_JUDGE_KEY_FAKE": "sk-test", "JURY_LIMITER": "redis"}
 def send_chunk(ids: list[int]) -> None:
     from celery import Celery
 
-    client = Celery("test-client", broker=WORKER_BROKER)
+    client = Celery("test-client", broker=WORKER_BROKER, set_as_current=False)
     client.send_task("jury.execute_judge_calls", args=[ids])
     client.close()
 

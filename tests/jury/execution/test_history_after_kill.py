@@ -31,7 +31,7 @@ def send(path: str, ids: list[int]) -> None:
     """Send calls to the workers as dispatch_calls does on that path."""
     from celery import Celery
 
-    client = Celery("test-client", broker=WORKER_BROKER)
+    client = Celery("test-client", broker=WORKER_BROKER, set_as_current=False)
     if path == "chunk":
         client.send_task("jury.execute_judge_calls", args=[ids])
     else:

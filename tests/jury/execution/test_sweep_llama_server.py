@@ -69,7 +69,7 @@ def test_every_call_against_a_slow_llama_server_ends(tmp_path: Path, chunk_limit
         ):
             from celery import Celery
 
-            client = Celery("test-client", broker=WORKER_BROKER)
+            client = Celery("test-client", broker=WORKER_BROKER, set_as_current=False)
             client.send_task("jury.execute_judge_calls", args=[call_ids(run)])
             client.close()
             wait_for(

@@ -48,7 +48,7 @@ def worker_env(prefix: str, **extra: str) -> dict[str, str]:
 def send_chunk(ids: list[int]) -> None:
     from celery import Celery
 
-    client = Celery("test-client", broker=WORKER_BROKER)
+    client = Celery("test-client", broker=WORKER_BROKER, set_as_current=False)
     client.send_task("jury.execute_judge_calls", args=[ids])
     client.close()
 
