@@ -147,8 +147,12 @@ def _study(request: Request, study_id: int) -> RatingStudy:
     return study
 
 
-def _snapshot(request: Request, study_id: int, report_id: int) -> ReportSnapshot:
-    snapshot = selectors.study_snapshot(study=_study(request, study_id), report_id=report_id)
+def _snapshot(
+    request: Request, study_id: int, report_id: int, *, with_results: bool = True
+) -> ReportSnapshot:
+    snapshot = selectors.study_snapshot(
+        study=_study(request, study_id), report_id=report_id, with_results=with_results
+    )
     if snapshot is None:
         raise Http404("No such report.")
     return snapshot
@@ -278,7 +282,7 @@ class ReportCsvApi(APIView):
         summary="The comparison table in long format (CSV)",
     )
     def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
-        return export_response(_snapshot(request, study_id, report_id), "csv")
+        return export_response(_snapshot(request, study_id, report_id, with_results=False), "csv")
 
 
 class ReportPdfApi(APIView):
@@ -289,7 +293,7 @@ class ReportPdfApi(APIView):
         summary="The report as a PDF (method, tables, plots)",
     )
     def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
-        return export_response(_snapshot(request, study_id, report_id), "pdf")
+        return export_response(_snapshot(request, study_id, report_id, with_results=False), "pdf")
 
 
 class ReportLatexApi(APIView):
@@ -300,7 +304,7 @@ class ReportLatexApi(APIView):
         summary="Table 2 as a LaTeX booktabs table, with the methods paragraph",
     )
     def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
-        return export_response(_snapshot(request, study_id, report_id), "tex")
+        return export_response(_snapshot(request, study_id, report_id, with_results=False), "tex")
 
 
 class ReportMarkdownApi(APIView):
@@ -311,7 +315,7 @@ class ReportMarkdownApi(APIView):
         summary="Table 2 as a Markdown table, with the methods paragraph",
     )
     def get(self, request: Request, study_id: int, report_id: int) -> HttpResponse:
-        return export_response(_snapshot(request, study_id, report_id), "md")
+        return export_response(_snapshot(request, study_id, report_id, with_results=False), "md")
 
 
 class MethodsParagraphSerializer(serializers.Serializer):
@@ -343,7 +347,9 @@ class ReportFigureApi(APIView):
     def get(
         self, request: Request, study_id: int, report_id: int, key: str, fmt: str
     ) -> HttpResponse:
-        return figure_response(_snapshot(request, study_id, report_id), key, fmt)
+        # the results are read (deferred) only where the figure files are not stored yet
+        snapshot = _snapshot(request, study_id, report_id, with_results=False)
+        return figure_response(snapshot, key, fmt)
 
 
 class ReportScoresApi(APIView):

@@ -246,26 +246,24 @@ DESCRIPTIONS = {
 CSS_PX_PER_INCH = 96
 
 
+def _page_entry(key: str, title: str, fig: Figure | None, note: str) -> dict[str, Any]:
+    size = fig.get_size_inches() * CSS_PX_PER_INCH if fig else (None, None)
+    return {
+        "key": key,
+        "title": title,
+        "description": DESCRIPTIONS[key],
+        "svg": figure_svg(fig, rc=RC) if fig else None,
+        "note": None if fig else note,
+        "width": round(size[0]) if fig else None,
+        "height": round(size[1]) if fig else None,
+    }
+
+
 def svg_figures(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """[{key, title, description, svg or None, note, width, height}] for the report page
     (width and height: the figure's natural size in CSS pixels, None without a figure)."""
     with matplotlib.rc_context(RC):
-        figs = figures(results)
-    out: list[dict[str, Any]] = []
-    for key, title, fig, note in figs:
-        size = fig.get_size_inches() * CSS_PX_PER_INCH if fig else (None, None)
-        out.append(
-            {
-                "key": key,
-                "title": title,
-                "description": DESCRIPTIONS[key],
-                "svg": figure_svg(fig, rc=RC) if fig else None,
-                "note": None if fig else note,
-                "width": round(size[0]) if fig else None,
-                "height": round(size[1]) if fig else None,
-            }
-        )
-    return out
+        return [_page_entry(*drawn) for drawn in figures(results)]
 
 
 #: What each figure file is written as: format -> (media type, savefig options).
@@ -290,17 +288,29 @@ def figure_file(results: Mapping[str, Any], key: str, fmt: str) -> bytes | None:
     return buffer.getvalue()
 
 
+def _written(fig: Figure, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, **FIGURE_FORMATS[fmt][1])
+    return buffer.getvalue()
+
+
 def figure_files(results: Mapping[str, Any]) -> dict[tuple[str, str], bytes]:
     """Every figure of a report in every file format, keyed by (figure key, format): the
-    figures are drawn once and each written out three times (for storing them with the
-    snapshot, agreement.services.renderings)."""
-    out: dict[tuple[str, str], bytes] = {}
+    figures are drawn once and each written out three times."""
+    return drawn_figures(results)[1]
+
+
+def drawn_figures(
+    results: Mapping[str, Any],
+) -> tuple[list[dict[str, Any]], dict[tuple[str, str], bytes]]:
+    """What :func:`svg_figures` and :func:`figure_files` give, from one drawing of each
+    figure: the report job stores both (agreement.services.renderings), and drawing is most
+    of the cost of a figure."""
+    page: list[dict[str, Any]] = []
+    files: dict[tuple[str, str], bytes] = {}
     with matplotlib.rc_context(RC):
-        for key, _title, fig, _note in figures(results):
-            if fig is None:
-                continue
-            for fmt, (_media, options) in FIGURE_FORMATS.items():
-                buffer = io.BytesIO()
-                fig.savefig(buffer, format=fmt, **options)
-                out[(key, fmt)] = buffer.getvalue()
-    return out
+        for key, title, fig, note in figures(results):
+            page.append(_page_entry(key, title, fig, note))
+            if fig is not None:
+                files.update({(key, fmt): _written(fig, fmt) for fmt in FIGURE_FORMATS})
+    return page, files

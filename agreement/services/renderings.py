@@ -8,8 +8,9 @@ is produced from the stored snapshot alone. A snapshot computed before rendering
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -34,7 +35,11 @@ class Rendering:
 
 
 def _figures(snapshot: ReportSnapshot) -> bytes:
-    return json.dumps(plots.svg_figures(snapshot.results)).encode()
+    # One drawing of each figure gives the page's SVGs and the figure files (SVG, PDF, PNG),
+    # which are stored here too: the PDF and the downloads read them without drawing again.
+    page, files = plots.drawn_figures(snapshot.results)
+    _store_files(snapshot, page, files)
+    return json.dumps(page).encode()
 
 
 def _page(snapshot: ReportSnapshot) -> bytes:
@@ -112,22 +117,33 @@ FIGURE_KIND = "figure:{key}.{fmt}"
 
 
 def _store_figure_files(snapshot: ReportSnapshot) -> None:
+    page = page_figures(snapshot)
     kinds = {
-        (f["key"], fmt): FIGURE_KIND.format(key=f["key"], fmt=fmt)
-        for f in page_figures(snapshot)
-        for fmt in plots.FIGURE_FORMATS
+        FIGURE_KIND.format(key=f["key"], fmt=fmt) for f in page for fmt in plots.FIGURE_FORMATS
     }
     have = set(
-        ReportRendering.objects.filter(snapshot=snapshot, kind__in=kinds.values()).values_list(
+        ReportRendering.objects.filter(snapshot=snapshot, kind__in=kinds).values_list(
             "kind", flat=True
         )
     )
-    if have >= set(kinds.values()):
+    if have >= kinds:
         return
-    files = plots.figure_files(snapshot.results)
-    for (key, fmt), kind in kinds.items():
-        if kind not in have:
-            _store(snapshot, kind, plots.FIGURE_FORMATS[fmt][0], files.get((key, fmt), b""))
+    _store_files(snapshot, page, plots.figure_files(snapshot.results), have)
+
+
+def _store_files(
+    snapshot: ReportSnapshot,
+    page: list[dict[str, Any]],
+    files: dict[tuple[str, str], bytes],
+    have: Collection[str] = (),
+) -> None:
+    """Store each figure file of the page's figures not in ``have`` (an empty file where the
+    report has no data for the figure)."""
+    for figure in page:
+        for fmt, (media_type, _options) in plots.FIGURE_FORMATS.items():
+            kind = FIGURE_KIND.format(key=figure["key"], fmt=fmt)
+            if kind not in have:
+                _store(snapshot, kind, media_type, files.get((figure["key"], fmt), b""))
 
 
 def figure_file_of(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None:

@@ -44,3 +44,28 @@ def test_api_schema_includes_the_report_endpoints(built, api_as):
     ):
         assert prefix + suffix in paths
     assert "/api/studies/{study_id}/agreement/jobs/{job_id}/" in paths
+
+
+def test_api_downloads_of_a_stored_report_do_not_read_its_results(built, api_as):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agreement.models import ReportSnapshot
+
+    api = api_as(built.members.researcher)
+    base = f"/api/studies/{built.study.pk}/agreement/reports/"
+    report = created_report(api, api.post(base, {"n_resamples": 20, "seed": 2}, format="json"))
+    results_column = f'"{ReportSnapshot._meta.db_table}"."results"'
+    for path in (
+        "csv/",
+        "pdf/",
+        "latex/",
+        "markdown/",
+        "figures/forest/svg/",
+        "figures/forest/png/",
+    ):
+        with CaptureQueriesContext(connection) as queries:
+            response = api.get(f"{base}{report['id']}/{path}")
+        assert response.status_code == 200, (path, response.status_code)
+        read = [q["sql"] for q in queries.captured_queries if results_column in q["sql"]]
+        assert not read, (path, read)

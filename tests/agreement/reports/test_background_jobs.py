@@ -6,6 +6,7 @@ tests/e2e/test_report_in_background.py."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from datetime import timedelta
 
@@ -75,6 +76,27 @@ def test_a_job_computes_its_report_writing_progress_and_stores_its_renderings(bu
     # delivered again (acks_late): nothing more happens
     assert services.run_report_job(job.pk).snapshot_id == ended.snapshot_id
     assert ReportSnapshot.objects.count() == 1
+
+
+def test_a_job_draws_each_figure_once_for_the_page_the_pdf_and_the_files(built, monkeypatch):
+    # the module (agreement.plots re-exports its function of the same name)
+    drawing = importlib.import_module("agreement.plots.figures")
+    drawn: list[str] = []
+    draw = drawing.figures
+
+    def counted(results):
+        out = draw(results)
+        drawn.extend(key for key, _title, fig, _note in out if fig is not None)
+        return out
+
+    monkeypatch.setattr(drawing, "figures", counted)
+    job = services.request_report(study=built.study, actor=None, parameters=PARAMS, background=True)
+    jobs.run_report_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == ReportJob.Status.FINISHED
+    assert drawn and len(drawn) == len(set(drawn)), drawn  # each figure drawn once
+    files = ReportRendering.objects.filter(snapshot=job.snapshot, kind__startswith="figure:")
+    assert files.count() == 4 * len(plots.FIGURE_FORMATS)
 
 
 def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, client, monkeypatch):
