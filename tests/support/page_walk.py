@@ -51,6 +51,7 @@ LEFT_OUT = {
     "annotation:lock": "POST only (an action on the dashboard)",
     "annotation:export": "a file download (CSV/JSON), not a page",
     "annotation:export-ratings-long": "a CSV download, not a page",
+    "annotation:audit-export": "a CSV download (the audit log's rows), not a page",
     "annotation:resume": "redirects to annotation:rate, which is visited",
     "jury:export-scores-long": "a CSV download, not a page",
     "jury:run-calls": "a CSV download, not a page",
@@ -274,6 +275,8 @@ PAGES = [
         _study,
     ),
     Visit("annotation:settings", "coordinator", _study),
+    Visit("annotation:audit", "coordinator"),
+    Visit("annotation:audit", "staff"),
     Visit("annotation:members", "coordinator", _study),
     Visit(
         "annotation:import",
