@@ -11,14 +11,17 @@ link them again.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Model, Q
 
 from agreement.archive.container import write_archive
 from agreement.models import ReportSnapshot
+from annotation import audit
 from annotation.models import (
     Assignment,
     AuditEvent,
@@ -340,3 +343,16 @@ def study_archive(*, study: RatingStudy) -> bytes:
             for key in keys:
                 row[key] = people.scrub(row[key])
     return write_archive(tables, study_name=study.name)
+
+
+def export_study(*, study: RatingStudy, actor: AbstractBaseUser | None) -> bytes:
+    """The archive of `study`, and an audit row saying who took it (a whole study leaves)."""
+    data = study_archive(study=study)
+    audit.record(
+        actor=actor,
+        action="study.export",
+        target=study,
+        study=study,
+        after={"archive_sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)},
+    )
+    return data

@@ -223,3 +223,19 @@ def test_the_commands_round_trip_and_explain_a_refusal(built, tmp_path):
     path.write_bytes(_rewritten(path.read_bytes(), "items.jsonl", lambda b: b + b"{}\n"))
     with pytest.raises(CommandError, match=r"items\.jsonl.*nothing was imported"):
         call_command("import_study", str(path))
+
+
+def test_coordinators_download_the_archive_and_the_download_is_audited(built, client):
+    url = f"/studies/{built.study.pk}/agreement/archive.zip"
+    for user in (built.members.researcher, built.members.clinicians[0]):
+        client.force_login(user)
+        assert client.get(url).status_code == 403
+    client.force_login(built.members.coordinator)
+    dashboard = client.get(f"/studies/{built.study.pk}/").content.decode()
+    assert f'href="{url}"' in dashboard
+    response = client.get(url)
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert read_archive(response.content)["study.jsonl"][0]["name"] == built.study.name
+    event = AuditEvent.objects.get(study=built.study, action="study.export")
+    assert event.actor == built.members.coordinator
+    assert event.after["bytes"] == len(response.content)

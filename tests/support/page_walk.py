@@ -60,6 +60,7 @@ LEFT_OUT = {
     "jury:metrics-start": "POST only (starts the missing metrics from the report's status "
     "panel or the jury page)",
     "agreement:recompute": "POST only (an action on the report page)",
+    "agreement:archive": "a zip download (the study archive), not a page",
     "agreement:export": "a file download (CSV, JSON, PDF, figures), not a page",
     "agreement:job-status": "JSON polled by the job page, not a page",
     "agreement:plan-simulation-status": "JSON status of a queued simulation (its page "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agreement.archive import study_archive
+from agreement.archive import export_study
 from annotation.models import RatingStudy
 
 
@@ -27,5 +27,5 @@ class Command(BaseCommand):
         output = Path(options["output"])
         if output.exists():
             raise CommandError(f"{output} exists already; choose another file name.")
-        output.write_bytes(study_archive(study=study))
+        output.write_bytes(export_study(study=study, actor=None))
         self.stdout.write(f"Study {study.pk} ({study.name}) written to {output}.")
