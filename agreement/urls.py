@@ -8,7 +8,7 @@ namespace "agreement-api"). medhelm_site/urls.py mounts them under a study:
 from django.urls import path
 
 from agreement import api as api_views
-from agreement import planning_views, views
+from agreement import archive_views, planning_views, views
 
 app_name = "agreement"
 
@@ -22,6 +22,7 @@ urlpatterns = [
     path("<int:report_id>/scores/<str:fmt>/", views.report_scores, name="scores"),
     path("jobs/<int:job_id>/", views.job, name="job"),
     path("jobs/<int:job_id>/status.json", views.job_status, name="job-status"),
+    path("archive.zip", archive_views.study_archive, name="archive"),
     path("plan/", planning_views.plan, name="plan"),
     path(
         "plan/simulations/<str:task_id>/",

@@ -1,11 +1,13 @@
 from django.urls import path
 
-from annotation.views import coordinator, home, rating
+from annotation.views import audit_log, coordinator, home, rating
 
 app_name = "annotation"
 
 urlpatterns = [
     path("new/", coordinator.create_study, name="create"),
+    path("audit/", audit_log.audit_log, name="audit"),
+    path("audit/export.csv", audit_log.audit_log_csv, name="audit-export"),
     path("<int:study_id>/", coordinator.dashboard_page, name="study"),
     path("<int:study_id>/settings/", coordinator.edit_study, name="settings"),
     path("<int:study_id>/items/<int:item_id>/", coordinator.item_page, name="item"),

@@ -4,6 +4,18 @@ the clinician's queue, the dashboard and the ratings export.
 Callers use `from annotation import selectors; selectors.x(...)`.
 """
 
+from annotation.selectors.audit import (
+    AUDIT_COLUMNS,
+    AuditFilters,
+    AuditRow,
+    AuditScope,
+    audit_actions,
+    audit_actors,
+    audit_csv_rows,
+    audit_events,
+    audit_rows,
+    audit_scope,
+)
 from annotation.selectors.dashboard import (
     ClinicianProgress,
     FlaggedItem,
@@ -65,8 +77,12 @@ from annotation.selectors.studies import (
 from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
 
 __all__ = [
+    "AUDIT_COLUMNS",
     "EXPORT_COLUMNS",
     "LONG_RATING_COLUMNS",
+    "AuditFilters",
+    "AuditRow",
+    "AuditScope",
     "CaseCopy",
     "ClinicianProgress",
     "FlagEvent",
@@ -83,6 +99,12 @@ __all__ = [
     "ValueChoice",
     "account_by_username",
     "account_named",
+    "audit_actions",
+    "audit_actors",
+    "audit_csv_rows",
+    "audit_events",
+    "audit_rows",
+    "audit_scope",
     "case_copy",
     "clinician_progress",
     "clinician_queue",

@@ -11,7 +11,7 @@ from tests.factories import make_study_with_members
 
 pytestmark = pytest.mark.django_db
 
-COORDINATOR_ONLY = ("Settings &amp; rubric", "Members", "Import items")
+COORDINATOR_ONLY = ("Settings &amp; rubric", "Members", "Import items", "Audit log")
 
 
 def nav_of(user, url: str) -> str:

@@ -51,6 +51,7 @@ LEFT_OUT = {
     "annotation:lock": "POST only (an action on the dashboard)",
     "annotation:export": "a file download (CSV/JSON), not a page",
     "annotation:export-ratings-long": "a CSV download, not a page",
+    "annotation:audit-export": "a CSV download (the audit log's rows), not a page",
     "annotation:resume": "redirects to annotation:rate, which is visited",
     "jury:export-scores-long": "a CSV download, not a page",
     "jury:run-calls": "a CSV download, not a page",
@@ -59,6 +60,7 @@ LEFT_OUT = {
     "jury:metrics-start": "POST only (starts the missing metrics from the report's status "
     "panel or the jury page)",
     "agreement:recompute": "POST only (an action on the report page)",
+    "agreement:archive": "a zip download (the study archive), not a page",
     "agreement:export": "a file download (CSV, JSON, PDF, figures), not a page",
     "agreement:job-status": "JSON polled by the job page, not a page",
     "agreement:plan-simulation-status": "JSON status of a queued simulation (its page "
@@ -274,6 +276,8 @@ PAGES = [
         _study,
     ),
     Visit("annotation:settings", "coordinator", _study),
+    Visit("annotation:audit", "coordinator"),
+    Visit("annotation:audit", "staff"),
     Visit("annotation:members", "coordinator", _study),
     Visit(
         "annotation:import",
