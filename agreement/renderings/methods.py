@@ -99,6 +99,8 @@ def _sample(method: Mapping[str, Any]) -> str:
     if not draw:
         return "Clinicians were dealt every item of the study (no sample was drawn)."
     unit = "case" if draw.get("paired") else "item"
+    drawn = draw.get("n_items_drawn")
+    drawn_text = f"{drawn:,}" if isinstance(drawn, int) else NOT_RECORDED
     keys = ", ".join(draw.get("strata_keys") or []) or "no key (one stratum)"
     rule = (
         f"{_count(draw.get('total'), unit)} allocated in proportion to stratum size "
@@ -118,7 +120,7 @@ def _sample(method: Mapping[str, Any]) -> str:
     )
     return (
         f"The items put before clinicians were a stratified random sample "
-        f"({_count(draw.get('n_items_drawn'), 'item')} of {_count(draw.get('n_items_study'), 'item')}"
+        f"({drawn_text} of {_count(draw.get('n_items_study'), 'item')}"
         f"; draw {draw.get('draw_id')}, seed {draw.get('seed', NOT_RECORDED)}), stratified by "
         f"{keys}, {rule}; drawn/available {unit}s per stratum: {strata}.{paired} Items not "
         f"drawn stayed in the score table for the jury and the metrics."

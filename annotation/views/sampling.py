@@ -15,7 +15,7 @@ from annotation import selectors, services
 from annotation.access import Role, get_study_for_user
 from annotation.errors import AnnotationError
 from annotation.forms import SampleDrawForm
-from annotation.models import RatingStudy
+from annotation.models import RatingStudy, SampleDraw
 from annotation.sampling import parse_quotas
 from medhelm_site.domain_errors import add_to_form
 
@@ -25,6 +25,23 @@ INITIAL = {
     "paired": True,
     "case_key": "external_id",
 }
+
+
+def _initial(draw: SampleDraw | None) -> dict[str, Any]:
+    """The form's defaults: the draw in force's settings (so it can be repeated or varied),
+    else stratified by category, subcategory and model, proportional and paired."""
+    if draw is None:
+        return INITIAL
+    keys = list(draw.strata_keys) + (["model"] if draw.paired else [])
+    return {
+        "strata": keys,
+        "rule": draw.rule,
+        "total": draw.total,
+        "quotas": "\n".join(f"{label} = {n}" for label, n in draw.quotas.items()),
+        "seed": draw.seed,
+        "paired": draw.paired,
+        "case_key": draw.case_key,
+    }
 
 
 def _settings(study: RatingStudy, data: dict[str, Any]) -> dict[str, Any]:
@@ -71,9 +88,10 @@ def sample_page(request: HttpRequest, study_id: int) -> HttpResponse:
             except AnnotationError as exc:
                 add_to_form(form, exc)
         status = 400 if form.errors else 200
-    else:
-        form = SampleDrawForm(initial=INITIAL)
+    draw = selectors.current_draw(study=study)
+    if request.method != "POST":
+        form = SampleDrawForm(initial=_initial(draw))
     context["form"] = form
-    context["draw"] = selectors.current_draw(study=study)
+    context["draw"] = draw
     context["n_items"] = study.items.count()
     return render(request, "annotation/sample.html", context, status=status)

@@ -119,7 +119,7 @@ def test_report_method_states_the_draw():
     services.draw_sample(study=study, actor=coordinator, keys=KEYS, seed=77, total=9)
     record = selectors.sample_record(study=study)
     text = methods_paragraph({"sample": record}, input_hash="h")
-    assert "27 items of 81 items" in text and "seed 77" in text
+    assert "(27 of 81 items; draw" in text and "seed 77" in text
     assert "stratified by category, subcategory" in text
     assert "Diagnosis / Imaging 2/6" in text and "paired design" in text
 
@@ -147,6 +147,8 @@ def test_page_previews_then_confirms_and_shows_errors(client):
     confirm = client.post(url, {**form, "seed": str(seed), "paired": "True", "action": "confirm"})
     assert confirm.status_code == 302
     assert SampleDraw.objects.get().seed == seed
+    # the page offers the draw in force again, to repeat or vary it
+    assert client.get(url).context["form"].initial["seed"] == seed
     bad = client.post(url, {**form, "rule": "quotas", "quotas": "Notes / Discharge = 10"})
     assert bad.status_code == 400
     assert "more than its 9 units" in bad.content.decode()
