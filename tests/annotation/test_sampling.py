@@ -148,3 +148,15 @@ def test_parse_quotas_reads_label_equals_n_and_names_bad_lines():
         parse_quotas("A = 1\nB = three")
     with pytest.raises(SamplingError, match="line 1: write it as"):
         parse_quotas("just a label")
+
+
+def test_the_sampler_imports_no_django():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, annotation.sampling; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
