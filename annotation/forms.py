@@ -131,3 +131,49 @@ class LongFileForm(forms.Form):
     """A long file of ratings or scores; its format is read from its name or content."""
 
     file = forms.FileField(help_text="CSV (with a header row) or JSON Lines.")
+
+
+class SampleDrawForm(forms.Form):
+    """The sampling page: which strata, total or quotas, seed, paired or not."""
+
+    STRATA_CHOICES = [
+        ("category", "Category"),
+        ("subcategory", "Subcategory"),
+        ("benchmark", "Benchmark"),
+        ("model", "Model"),
+    ]
+    RULE_CHOICES = [
+        ("proportional", "Proportional to a total (largest-remainder rounding)"),
+        ("quotas", "Quotas per stratum"),
+    ]
+
+    strata = forms.MultipleChoiceField(
+        label="Strata", choices=STRATA_CHOICES, widget=forms.CheckboxSelectMultiple, required=False
+    )
+    rule = forms.ChoiceField(label="Allocation", choices=RULE_CHOICES, widget=forms.RadioSelect)
+    total = forms.IntegerField(
+        label="Total to draw (cases when paired, else items)", min_value=0, required=False
+    )
+    quotas = forms.CharField(
+        label="Quotas, one a line: stratum = n (labels as in the preview)",
+        widget=forms.Textarea(attrs={"rows": 6}),
+        required=False,
+    )
+    seed = forms.IntegerField(
+        label="Seed (blank: a new one, shown in the preview)", min_value=0, required=False
+    )
+    paired = forms.BooleanField(
+        label="Paired: draw cases and take every model's output for each", required=False
+    )
+    case_key = forms.ChoiceField(
+        label="Items of one case share their",
+        choices=[("external_id", "external id"), ("input_text", "input text")],
+    )
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("rule") == "proportional" and data.get("total") is None:
+            self.add_error("total", "Give the total to draw.")
+        if data.get("rule") == "quotas" and not (data.get("quotas") or "").strip():
+            self.add_error("quotas", "Give a quota per stratum, one a line.")
+        return data

@@ -389,3 +389,45 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.target_type}:{self.target_id}"
+
+
+class SampleDraw(models.Model):
+    """A seeded stratified draw of the items clinicians rate (annotation.sampling). The
+    study's latest draw is the one in force: assignment deals only its items; the items it
+    leaves out stay in the study for the jury and the metrics."""
+
+    class Rule(models.TextChoices):
+        PROPORTIONAL = "proportional", "Proportional to a total (largest remainder)"
+        QUOTAS = "quotas", "Quotas per stratum"
+
+    study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="sample_draws")
+    seed = models.BigIntegerField()
+    rule = models.CharField(max_length=16, choices=Rule.choices)
+    total = models.PositiveIntegerField(null=True, blank=True)
+    quotas = models.JSONField(default=dict, blank=True)
+    strata_keys = models.JSONField(default=list)
+    paired = models.BooleanField(default=True)
+    case_key = models.CharField(max_length=16, default="external_id")
+    # one entry per stratum: label, population, drawn, population_items, drawn_items
+    strata = models.JSONField(default=list)
+    # models, counts, and the drawn cases that lack a model (pairing not possible there)
+    summary = models.JSONField(default=dict)
+    items = models.ManyToManyField(Item, related_name="sample_draws")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"draw {self.pk} of study {self.study_id} (seed {self.seed})"
+
+
+def items_to_rate(study: RatingStudy) -> models.QuerySet[Item]:
+    """The items clinicians are dealt: the latest draw's, or every item without a draw. (Here,
+    beside the model, so that assignment and the selectors share the one rule.)"""
+    items = Item.objects.filter(study=study)
+    draw = SampleDraw.objects.filter(study=study).first()
+    return items.filter(sample_draws=draw) if draw is not None else items

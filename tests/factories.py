@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 
 from annotation import services
 from annotation.models import RatingStudy, StudyMembership
+from delphi.models import TaxonomyNode, TaxonomyVersion
 
 TEST_PASSWORD = "correct-horse-battery-staple"
 
@@ -104,3 +105,48 @@ def make_study_with_members(
         researcher=researcher,
         outsider=UserFactory(),
     )
+
+
+SAMPLING_MODELS = ("gpt", "llama", "mistral")
+# category -> subcategory -> cases
+SAMPLING_LAYOUT = {"Diagnosis": {"Differential": 12, "Imaging": 6}, "Notes": {"Discharge": 9}}
+
+
+def make_sampling_study(missing: dict[str, str] | None = None):
+    """A study of 27 cases x 3 models filed under subcategories, 3 clinicians, k = 2.
+    ``missing``: case external id -> a model that did not answer it."""
+    coordinator = UserFactory()
+    study = services.create_study(
+        name="Sampled", created_by=coordinator, criteria=MEDHELM_CRITERIA, ratings_per_item=2
+    )
+    clinicians = [UserFactory() for _ in range(3)]
+    for c in clinicians:
+        services.add_member(
+            study=study, user=c, role=StudyMembership.Role.CLINICIAN, actor=coordinator
+        )
+    version = TaxonomyVersion.objects.create(name="sampling test taxonomy")
+    rows = []
+    for category, subs in SAMPLING_LAYOUT.items():
+        cat = TaxonomyNode.objects.create(
+            version=version, kind=TaxonomyNode.Kind.CATEGORY, name=category
+        )
+        for sub, n in subs.items():
+            node = TaxonomyNode.objects.create(
+                version=version, kind=TaxonomyNode.Kind.SUBCATEGORY, name=sub, parent=cat
+            )
+            for i in range(n):
+                case = f"{sub}-{i:02d}"
+                for model in SAMPLING_MODELS:
+                    if (missing or {}).get(case) == model:
+                        continue
+                    rows.append(
+                        services.ItemRow(
+                            external_id=case,
+                            input_text=f"Input of {case}",
+                            output_text=f"{model} answers {case}",
+                            model_name=model,
+                            taxonomy_node_id=node.pk,
+                        )
+                    )
+    services.create_items(study=study, rows=rows, actor=coordinator)
+    return study, coordinator, clinicians

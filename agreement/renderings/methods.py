@@ -90,6 +90,43 @@ def _counts(method: Mapping[str, Any]) -> str:
     )
 
 
+def _sample(method: Mapping[str, Any]) -> str:
+    """The draw that chose the clinicians' items: rule, seed, strata, counts (absent from
+    reports computed before draws were recorded; None when every item was dealt)."""
+    if "sample" not in method:
+        return ""
+    draw = method["sample"]
+    if not draw:
+        return "Clinicians were dealt every item of the study (no sample was drawn)."
+    unit = "case" if draw.get("paired") else "item"
+    drawn = draw.get("n_items_drawn")
+    drawn_text = f"{drawn:,}" if isinstance(drawn, int) else NOT_RECORDED
+    keys = ", ".join(draw.get("strata_keys") or []) or "no key (one stratum)"
+    rule = (
+        f"{_count(draw.get('total'), unit)} allocated in proportion to stratum size "
+        f"(largest-remainder rounding)"
+        if draw.get("rule") == "proportional"
+        else "fixed quotas per stratum"
+    )
+    strata = "; ".join(
+        f"{s.get('label')} {s.get('drawn')}/{s.get('population')}" for s in draw.get("strata") or []
+    )
+    paired = (
+        f" Each drawn case brings the outputs of every model for the same input (paired "
+        f"design, cases matched by {draw.get('case_key', 'external_id').replace('_', ' ')}); "
+        f"{_count(draw.get('unpaired_cases'), 'drawn case')} lacked a model."
+        if draw.get("paired")
+        else ""
+    )
+    return (
+        f"The items put before clinicians were a stratified random sample "
+        f"({drawn_text} of {_count(draw.get('n_items_study'), 'item')}"
+        f"; draw {draw.get('draw_id')}, seed {draw.get('seed', NOT_RECORDED)}), stratified by "
+        f"{keys}, {rule}; drawn/available {unit}s per stratum: {strata}.{paired} Items not "
+        f"drawn stayed in the score table for the jury and the metrics."
+    )
+
+
 def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
     """One paragraph stating how the report's numbers were computed, from ``method`` (a
     snapshot's stored method record, as stated by services.stated_method)."""
@@ -113,6 +150,7 @@ def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
         f"Judge verdicts flagged as possibly steered by the evaluated output were "
         f"{method.get('flagged_verdicts', NOT_RECORDED)}.",
         _counts(method),
+        _sample(method),
         f"Computed with medhelm-studio ({_versions(method)}; the ICC forms are checked against "
         f"pingouin's intraclass_corr) on a score table whose SHA-256 hash is {input_hash}.",
     ]

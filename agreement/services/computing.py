@@ -20,6 +20,7 @@ from django.utils import timezone
 from agreement import analysis, selectors
 from agreement.input_status import input_status
 from agreement.stats import package_versions
+from annotation import selectors as annotation_selectors
 from annotation.models import RatingStudy
 
 #: What the method record says in words, the same for every report.
@@ -191,7 +192,10 @@ def _results(
 
 
 def _method(
-    data: selectors.ScoreData, parameters: Mapping[str, Any], input_hash: str
+    study: RatingStudy,
+    data: selectors.ScoreData,
+    parameters: Mapping[str, Any],
+    input_hash: str,
 ) -> dict[str, Any]:
     """Forms, n items, n raters, CI method, seed and package versions, as plain JSON values."""
     table = data.table
@@ -226,6 +230,8 @@ def _method(
                 "in_score_table": int(table["item"].nunique()),
             },
             "n_raters": {k: int(kinds.get(k, 0)) for k in ("clinician", "judge", "jury", "metric")},
+            # the draw in force: which items clinicians were dealt (None: all of them)
+            "sample": annotation_selectors.sample_record(study=study),
             "package_versions": software_versions(),
             "created_at": timezone.now().isoformat(),
             "input_hash": input_hash,
@@ -246,4 +252,4 @@ def compute_report(
     results = _results(study, data, parameters, progress)
     # What the machine scores stood at when this was computed (the page shows it in the header).
     results["computed_on"] = jsonable(input_status(study=study))
-    return results, _method(data, parameters, input_hash), input_hash
+    return results, _method(study, data, parameters, input_hash), input_hash

@@ -64,6 +64,13 @@ from annotation.selectors.queue import (
     queue_position,
     rater_item,
 )
+from annotation.selectors.sampling import (
+    CASE_KEYS,
+    current_draw,
+    items_to_rate,
+    sample_record,
+    sample_units,
+)
 from annotation.selectors.studies import (
     Role,
     StudyProgress,
@@ -78,6 +85,7 @@ from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
 
 __all__ = [
     "AUDIT_COLUMNS",
+    "CASE_KEYS",
     "EXPORT_COLUMNS",
     "LONG_RATING_COLUMNS",
     "AuditFilters",
@@ -108,9 +116,11 @@ __all__ = [
     "case_copy",
     "clinician_progress",
     "clinician_queue",
+    "current_draw",
     "flagged_items",
     "item_review",
     "items_short_of_k",
+    "items_to_rate",
     "locked_assignment",
     "median_seconds_per_item",
     "progress_by_clinician",
@@ -123,6 +133,8 @@ __all__ = [
     "role_clashes",
     "roles_in_study",
     "rubric_answers",
+    "sample_record",
+    "sample_units",
     "studies_for",
     "studies_with_any_role",
     "study_item",

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, Q
 
-from annotation.models import Assignment, Item, Rating, RatingStudy, StudyMembership
+from annotation.models import Assignment, Rating, RatingStudy, StudyMembership
+from annotation.selectors.sampling import items_to_rate
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,11 @@ class ShortItem:
 
 
 def items_short_of_k(*, study: RatingStudy, limit: int = 200) -> tuple[int, list[ShortItem]]:
-    """Items with fewer than k submitted ratings: how many, and the first `limit` of them."""
+    """Items with fewer than k submitted ratings: how many, and the first `limit` of them.
+    With a sample drawn, only its items count: the others are never dealt to clinicians."""
     k = study.ratings_per_item
     qs = (
-        Item.objects.filter(study=study)
+        items_to_rate(study=study)
         .annotate(
             submitted=Count(
                 "assignments", filter=Q(assignments__status=Assignment.Status.SUBMITTED)

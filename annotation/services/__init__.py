@@ -22,6 +22,7 @@ from annotation.services.ratings import (
     submit_answers,
     submit_assignment,
 )
+from annotation.services.sampling import draw_sample, new_seed, plan_draw
 from annotation.services.studies import (
     CRITERION_FIELDS,
     MEDHELM_RUBRIC_FIXTURE,
@@ -47,10 +48,13 @@ __all__ = [
     "assign_items",
     "create_items",
     "create_study",
+    "draw_sample",
     "ensure_medhelm_rubric_template",
     "file_digest",
     "flag_assignment",
     "import_ratings",
+    "new_seed",
+    "plan_draw",
     "remove_member",
     "resolve_flag",
     "save_draft",

@@ -17,6 +17,7 @@ from annotation.models import (
     Item,
     RatingStudy,
     StudyMembership,
+    items_to_rate,
     new_assignment_handle,
 )
 
@@ -42,7 +43,8 @@ def assign_items(
         ).select_related("user")
     )
     clinician_ids = [m.user_id for m in memberships]
-    items = list(Item.objects.filter(study=study).order_by("pk"))
+    # with a sample drawn, only its items are dealt; the rest stay for the jury and metrics
+    items = list(items_to_rate(study).order_by("pk"))
     kept = Assignment.objects.filter(study=study).exclude(
         status__in=[Assignment.Status.PENDING, Assignment.Status.WITHDRAWN]
     )

@@ -34,6 +34,7 @@ READS = [
     ("/studies/{study}/settings/",              (200, 403, 403, 404, 404, 302)),
     ("/studies/{study}/members/",               (200, 403, 403, 404, 404, 302)),
     ("/studies/{study}/import/",                (200, 403, 403, 404, 404, 302)),
+    ("/studies/{study}/sample/",                (200, 403, 403, 404, 404, 302)),
     ("/studies/{study}/export/ratings.csv",     (200, 403, 200, 404, 404, 302)),
     ("/studies/{study}/export/ratings.json",    (200, 403, 200, 404, 404, 302)),
     ("/studies/{study}/rate/",                  (403, 302, 403, 404, 404, 302)),

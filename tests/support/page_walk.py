@@ -289,6 +289,7 @@ PAGES = [
         "coordinator",
         _study,
     ),
+    Visit("annotation:sample", "coordinator", _study),
     Visit("annotation:queue", "clinician", _study),
     Visit(
         "annotation:rate",
