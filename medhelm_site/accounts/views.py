@@ -1,5 +1,6 @@
-"""Account pages: your API tokens, the lockouts you may lift, and the logout that also
-clears the browser's stored drafts."""
+"""Account pages: the login page (password, and single sign-on when configured), your API
+tokens, the lockouts you may lift, and the logout that also clears the browser's stored
+drafts."""
 
 from __future__ import annotations
 
@@ -14,11 +15,33 @@ from knox.settings import knox_settings
 
 from medhelm_site.accounts import selectors, services
 from medhelm_site.accounts.errors import AccountError
+from medhelm_site.accounts.sso.backend import REFUSAL_SESSION_KEY
+from medhelm_site.accounts.sso.config import sso_config
 
 # Clear-Site-Data: "storage" makes the browser drop this site's localStorage (the rating
 # page's drafts), sessionStorage and IndexedDB; medhelm_site/accounts/static/accounts/logged_out.js
 # clears the drafts on the next page for a browser that ignores the header.
 CLEAR_SITE_DATA = '"storage"'
+
+
+def sso_login_context(request: HttpRequest) -> dict[str, object]:
+    """What the login page shows of single sign-on: the provider's button (when configured)
+    and why the last sign-in with it failed (once)."""
+    config = sso_config()
+    refusal = (
+        request.session.pop(REFUSAL_SESSION_KEY, None) if hasattr(request, "session") else None
+    )
+    return {
+        "sso_provider_name": config.provider_name if config is not None else None,
+        "sso_refusal": refusal,
+    }
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page, with the single sign-on button and its refusals."""
+
+    def get_context_data(self, **kwargs: object) -> dict[str, object]:
+        return {**super().get_context_data(**kwargs), **sso_login_context(self.request)}
 
 
 class LogoutView(auth_views.LogoutView):
