@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -409,6 +410,8 @@ AXES_LOCKOUT_CALLABLE = "medhelm_site.accounts.lockout.lockout_response"
 # address is the one they saw (accounts.backends.client_ip); with 0, REMOTE_ADDR.
 LOGIN_PROXY_COUNT = int(os.environ.get("LOGIN_PROXY_COUNT", "0"))
 AXES_CLIENT_IP_CALLABLE = "medhelm_site.accounts.backends.client_ip"
+# Only password checks are counted (a single sign-on callback has none).
+AXES_WHITELIST_CALLABLE = "medhelm_site.accounts.backends.is_not_a_password_check"
 # API tokens (django-rest-knox): stored as SHA-512 hashes, expiring after API_TOKEN_DAYS, and
 # refused once their owner's password changed (accounts.auth).
 KNOX_TOKEN_MODEL = "accounts.ApiToken"
@@ -465,6 +468,13 @@ if MEDHELM_OIDC_CLIENT_ID:
         raise ImproperlyConfigured(
             f"MEDHELM_OIDC_CLIENT_ID is set, so single sign-on also needs {' and '.join(_oidc_missing)}"
         )
+    # Logging out posts a form here, answered by a redirect to the provider's logout: a form's
+    # redirect is held to form-action, so the provider's site is allowed there.
+    for _url in (MEDHELM_OIDC_ISSUER, MEDHELM_OIDC_ENDPOINTS["end_session"]):
+        if _url:
+            _origin = "{0.scheme}://{0.netloc}".format(urlsplit(_url))
+            if _origin not in CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"]:
+                CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(_origin)
 # --- end of identity and sessions ------------------------------------------------------------
 
 LOGGING = {

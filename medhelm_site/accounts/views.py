@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,6 +17,7 @@ from medhelm_site.accounts import selectors, services
 from medhelm_site.accounts.errors import AccountError
 from medhelm_site.accounts.sso.backend import REFUSAL_SESSION_KEY
 from medhelm_site.accounts.sso.config import sso_config
+from medhelm_site.accounts.sso.logout import ID_TOKEN_SESSION_KEY, provider_logout_url
 
 # Clear-Site-Data: "storage" makes the browser drop this site's localStorage (the rating
 # page's drafts), sessionStorage and IndexedDB; medhelm_site/accounts/static/accounts/logged_out.js
@@ -45,13 +46,20 @@ class LoginView(auth_views.LoginView):
 
 
 class LogoutView(auth_views.LogoutView):
-    """Django's logout (POST only), then the login page told that this was a logout."""
+    """Django's logout (POST only), then the login page told that this was a logout; after a
+    single sign-on, by way of the provider's logout (sso.logout)."""
 
     def get_success_url(self) -> str:
         return reverse("login") + "?logged_out=1"
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        id_token = request.session.get(ID_TOKEN_SESSION_KEY)
         response = super().post(request, *args, **kwargs)
+        at_provider = provider_logout_url(
+            id_token=id_token, return_to=request.build_absolute_uri(self.get_success_url())
+        )
+        if at_provider is not None:
+            response = HttpResponseRedirect(at_provider)
         response["Clear-Site-Data"] = CLEAR_SITE_DATA
         return response
 

@@ -4,9 +4,11 @@ in at through Chromium with the full authorization-code flow."""
 
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
+from axes.models import AccessAttempt, AccessLog
 from django.contrib.auth import get_user_model
 
 from annotation.models import AuditEvent
@@ -41,6 +43,10 @@ def sso_on(settings, provider):
     settings.MEDHELM_OIDC_CLIENT_SECRET = provider.client_secret
     settings.MEDHELM_OIDC_ISSUER = provider.issuer
     settings.MEDHELM_OIDC_PROVIDER_NAME = PROVIDER_NAME
+    # As settings.py does for a configured issuer: the logout form may end at the provider.
+    policy = copy.deepcopy(settings.CONTENT_SECURITY_POLICY)
+    policy["DIRECTIVES"]["form-action"].append(provider.url)
+    settings.CONTENT_SECURITY_POLICY = policy
     forget_discovery()
     yield provider
     forget_discovery()
@@ -79,6 +85,10 @@ def test_verified_email_signs_in_as_the_local_account(live_server, page, sso_on,
     event = AuditEvent.objects.get(action="account.sso_login")
     assert event.target_id == str(local_users["alice"].pk)
     assert event.after == {"provider": PROVIDER_NAME, "email": ALICE.email, "created": False}
+    # django-axes' access log lists it beside the password logins.
+    assert AccessLog.objects.filter(
+        username="alice.local", path_info="/accounts/sso/callback/"
+    ).exists()
     assert violations == []
 
 
@@ -92,6 +102,9 @@ def test_unverified_email_is_refused(live_server, page, sso_on, local_users):
     assert "/accounts/login/" in page.url  # not signed in
     event = AuditEvent.objects.get(action="account.sso_refused")
     assert event.after["reason"] == "email_not_verified"
+    # No password was guessed: the login throttle counts nothing (else five refusals would
+    # lock every sign-in from this address).
+    assert not AccessAttempt.objects.exists()
 
 
 def test_unknown_email_is_refused_and_no_account_is_made(live_server, page, sso_on, local_users):
