@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from django.core.exceptions import SuspiciousOperation
@@ -17,6 +18,8 @@ from medhelm_site.accounts.sso.config import ProviderUnavailable, endpoints, sso
 from medhelm_site.accounts.sso.options import oidc_setting
 
 logger = logging.getLogger(__name__)
+
+STANDARD_ERROR_CODE = re.compile(r"[a-z_]{1,40}")  # access_denied, login_required, ...
 
 
 class SsoStartView(OIDCAuthenticationRequestView):
@@ -58,8 +61,11 @@ class SsoCallbackView(OIDCAuthenticationCallbackView):
         if config is None:
             raise Http404("Single sign-on is not configured.")
         if request.GET.get("error"):
-            detail = request.GET.get("error_description") or request.GET["error"]
-            remember_refusal(request, f"{config.provider_name} did not sign you in: {detail[:200]}")
+            # Only the error code, and only a well-formed one: a link can carry any text in
+            # error_description, which is not shown on our page.
+            code = request.GET["error"]
+            code = code if STANDARD_ERROR_CODE.fullmatch(code) else "unknown error"
+            remember_refusal(request, f"{config.provider_name} did not sign you in ({code}).")
         elif "state" not in request.GET or "code" not in request.GET:
             remember_refusal(request, f"The answer from {config.provider_name} was incomplete.")
         elif request.GET["state"] not in request.session.get("oidc_states", {}):
