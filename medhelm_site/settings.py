@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -394,6 +395,8 @@ if MEDHELM_REQUEST_LOG:
 AUTHENTICATION_BACKENDS = [
     "medhelm_site.accounts.backends.ThrottledLoginBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # Single sign-on (below): answers only a provider's callback, and only when configured.
+    "medhelm_site.accounts.sso.backend.SsoBackend",
 ]
 AXES_FAILURE_LIMIT = env_positive_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("LOGIN_LOCKOUT_MINUTES", 30))
@@ -407,6 +410,8 @@ AXES_LOCKOUT_CALLABLE = "medhelm_site.accounts.lockout.lockout_response"
 # address is the one they saw (accounts.backends.client_ip); with 0, REMOTE_ADDR.
 LOGIN_PROXY_COUNT = int(os.environ.get("LOGIN_PROXY_COUNT", "0"))
 AXES_CLIENT_IP_CALLABLE = "medhelm_site.accounts.backends.client_ip"
+# Only password checks are counted (a single sign-on callback has none).
+AXES_WHITELIST_CALLABLE = "medhelm_site.accounts.backends.is_not_a_password_check"
 # API tokens (django-rest-knox): stored as SHA-512 hashes, expiring after API_TOKEN_DAYS, and
 # refused once their owner's password changed (accounts.auth).
 KNOX_TOKEN_MODEL = "accounts.ApiToken"
@@ -425,6 +430,51 @@ MIDDLEWARE = [
     "medhelm_site.accounts.middleware.IdleSessionMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
+# Single sign-on through OpenID Connect (accounts/sso/, mozilla-django-oidc): off unless
+# MEDHELM_OIDC_CLIENT_ID is set. The provider's endpoints come from its discovery document
+# (MEDHELM_OIDC_ISSUER + /.well-known/openid-configuration), or each from its own variable.
+# A provider's user signs in as the account with the e-mail the provider says it verified
+# (email_verified true); anyone else is refused on the login page, unless
+# MEDHELM_OIDC_CREATE_USERS=1 makes them an account with no role in any study.
+MEDHELM_OIDC_CLIENT_ID = os.environ.get("MEDHELM_OIDC_CLIENT_ID", "")
+MEDHELM_OIDC_CLIENT_SECRET = os.environ.get("MEDHELM_OIDC_CLIENT_SECRET", "")
+MEDHELM_OIDC_ISSUER = os.environ.get("MEDHELM_OIDC_ISSUER", "").strip().rstrip("/")
+MEDHELM_OIDC_PROVIDER_NAME = os.environ.get("MEDHELM_OIDC_PROVIDER_NAME", "").strip() or (
+    "single sign-on"
+)
+MEDHELM_OIDC_SCOPES = os.environ.get("MEDHELM_OIDC_SCOPES", "openid email profile")
+MEDHELM_OIDC_SIGN_ALGO = os.environ.get("MEDHELM_OIDC_SIGN_ALGO", "RS256")
+MEDHELM_OIDC_CREATE_USERS = env_bool("MEDHELM_OIDC_CREATE_USERS", False)
+# After logging out here, also end the session at the provider (its end_session_endpoint).
+MEDHELM_OIDC_PROVIDER_LOGOUT = env_bool("MEDHELM_OIDC_PROVIDER_LOGOUT", True)
+MEDHELM_OIDC_ENDPOINTS = {
+    name: os.environ.get(f"MEDHELM_OIDC_{name.upper()}_ENDPOINT", "").strip()
+    for name in ("authorization", "token", "userinfo", "jwks", "end_session")
+}
+if MEDHELM_OIDC_CLIENT_ID:
+    _oidc_missing = [
+        name
+        for name, value in (
+            ("MEDHELM_OIDC_CLIENT_SECRET", MEDHELM_OIDC_CLIENT_SECRET),
+            (
+                "MEDHELM_OIDC_ISSUER (or every MEDHELM_OIDC_*_ENDPOINT)",
+                MEDHELM_OIDC_ISSUER
+                or all(v for k, v in MEDHELM_OIDC_ENDPOINTS.items() if k != "end_session"),
+            ),
+        )
+        if not value
+    ]
+    if _oidc_missing:
+        raise ImproperlyConfigured(
+            f"MEDHELM_OIDC_CLIENT_ID is set, so single sign-on also needs {' and '.join(_oidc_missing)}"
+        )
+    # Logging out posts a form here, answered by a redirect to the provider's logout: a form's
+    # redirect is held to form-action, so the provider's site is allowed there.
+    for _url in (MEDHELM_OIDC_ISSUER, MEDHELM_OIDC_ENDPOINTS["end_session"]):
+        if _url:
+            _origin = "{0.scheme}://{0.netloc}".format(urlsplit(_url))
+            if _origin not in CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"]:
+                CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(_origin)
 # --- end of identity and sessions ------------------------------------------------------------
 
 LOGGING = {

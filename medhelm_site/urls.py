@@ -6,12 +6,13 @@ from drf_spectacular.views import SpectacularAPIView
 from agreement import urls as agreement_urls
 from annotation.views import home as annotation_home
 from medhelm_site import health
+from medhelm_site.accounts import views as account_views
 
 _form = "registration/simple_form.html"
 _message = "registration/message.html"
 
 account_urls = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", account_views.LoginView.as_view(), name="login"),
     path(
         "password/change/",
         auth_views.PasswordChangeView.as_view(

@@ -42,3 +42,11 @@ def client_ip(request: HttpRequest) -> str | None:
     if len(forwarded) < count:
         return request.META.get("REMOTE_ADDR")
     return forwarded[-count]
+
+
+def is_not_a_password_check(request: HttpRequest, credentials: dict[str, Any] | None) -> bool:
+    """axes' whitelist (AXES_WHITELIST_CALLABLE): an authentication without a password is
+    not throttled. A single sign-on callback refused (e-mail not verified, unknown) guessed
+    no password; counted, five of them would lock every sign-in from that address under an
+    empty username."""
+    return credentials is not None and "password" not in credentials

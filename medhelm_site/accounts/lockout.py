@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from medhelm_site.accounts.selectors import lockout_of
+from medhelm_site.accounts.views import sso_login_context
 
 # Too Many Requests: the API's clients back off on it as on any rate limit.
 STATUS = 429
@@ -53,6 +54,7 @@ def lockout_response(
                 "locked_message": message,
                 "form": AuthenticationForm(request),
                 "next": request.POST.get("next", ""),
+                **sso_login_context(request),
             },
             status=STATUS,
         )

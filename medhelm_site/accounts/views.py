@@ -1,12 +1,13 @@
-"""Account pages: your API tokens, the lockouts you may lift, and the logout that also
-clears the browser's stored drafts."""
+"""Account pages: the login page (password, and single sign-on when configured), your API
+tokens, the lockouts you may lift, and the logout that also clears the browser's stored
+drafts."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -14,6 +15,9 @@ from knox.settings import knox_settings
 
 from medhelm_site.accounts import selectors, services
 from medhelm_site.accounts.errors import AccountError
+from medhelm_site.accounts.sso.backend import REFUSAL_SESSION_KEY
+from medhelm_site.accounts.sso.config import sso_config
+from medhelm_site.accounts.sso.logout import ID_TOKEN_SESSION_KEY, provider_logout_url
 
 # Clear-Site-Data: "storage" makes the browser drop this site's localStorage (the rating
 # page's drafts), sessionStorage and IndexedDB; medhelm_site/accounts/static/accounts/logged_out.js
@@ -21,14 +25,41 @@ from medhelm_site.accounts.errors import AccountError
 CLEAR_SITE_DATA = '"storage"'
 
 
+def sso_login_context(request: HttpRequest) -> dict[str, object]:
+    """What the login page shows of single sign-on: the provider's button (when configured)
+    and why the last sign-in with it failed (once)."""
+    config = sso_config()
+    refusal = (
+        request.session.pop(REFUSAL_SESSION_KEY, None) if hasattr(request, "session") else None
+    )
+    return {
+        "sso_provider_name": config.provider_name if config is not None else None,
+        "sso_refusal": refusal,
+    }
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page, with the single sign-on button and its refusals."""
+
+    def get_context_data(self, **kwargs: object) -> dict[str, object]:
+        return {**super().get_context_data(**kwargs), **sso_login_context(self.request)}
+
+
 class LogoutView(auth_views.LogoutView):
-    """Django's logout (POST only), then the login page told that this was a logout."""
+    """Django's logout (POST only), then the login page told that this was a logout; after a
+    single sign-on, by way of the provider's logout (sso.logout)."""
 
     def get_success_url(self) -> str:
         return reverse("login") + "?logged_out=1"
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        id_token = request.session.get(ID_TOKEN_SESSION_KEY)
         response = super().post(request, *args, **kwargs)
+        at_provider = provider_logout_url(
+            id_token=id_token, return_to=request.build_absolute_uri(self.get_success_url())
+        )
+        if at_provider is not None:
+            response = HttpResponseRedirect(at_provider)
         response["Clear-Site-Data"] = CLEAR_SITE_DATA
         return response
 
