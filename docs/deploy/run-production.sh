@@ -102,6 +102,7 @@ while time.monotonic() < deadline:
     time.sleep(1)
 print(f"run-production: {url} not ready after {timeout:g}s: {last}", file=sys.stderr, flush=True)
 PY
+ready_check=$!
 
 # Until a signal comes or a process exits on its own.
 status=0
@@ -118,6 +119,7 @@ while [ "$stopping" = 0 ]; do
   [ "$stopping" = 0 ] && { sleep 1 & wait $! 2>/dev/null || true; }
 done
 echo "== stopping"
+kill "$ready_check" 2>/dev/null || true
 stop_all
 echo "== stopped"
 exit "$status"

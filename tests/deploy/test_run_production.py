@@ -38,6 +38,9 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
 ]
+# From the script's start: migrate and five processes importing Django (minutes on a busy
+# two-core machine).
+READY_TIMEOUT = 600
 PROCESSES = ("worker-default", "worker-jury", "beat", "web")
 STUDY_ID = (
     "import json; from annotation.demo import DEMO_STUDY_NAME; "
@@ -57,7 +60,7 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str,
 
 def wait_until_ready(base: str, script: subprocess.Popen, log: Path) -> dict:
     """/readyz's body once it answers 200 with both workers seen; fails showing the log."""
-    deadline, last = time.monotonic() + 180, "no answer"
+    deadline, last = time.monotonic() + READY_TIMEOUT, "no answer"
     while time.monotonic() < deadline:
         if script.poll() is not None:
             pytest.fail(f"run-production.sh exited with {script.returncode}:\n{log.read_text()}")
@@ -70,7 +73,7 @@ def wait_until_ready(base: str, script: subprocess.Popen, log: Path) -> dict:
         except OSError as error:
             last = type(error).__name__
         time.sleep(1)
-    pytest.fail(f"/readyz not ready after 180 s: {last}\n{log.read_text()[-6000:]}")
+    pytest.fail(f"/readyz not ready after {READY_TIMEOUT} s: {last}\n{log.read_text()[-6000:]}")
 
 
 def walk(browser, base: str, logins: dict[str, str], study: int, shots: Path) -> list[str]:
@@ -86,6 +89,7 @@ def walk(browser, base: str, logins: dict[str, str], study: int, shots: Path) ->
         context = browser.new_context()
         page = context.new_page()
         page.set_default_timeout(20_000)
+
         def on_response(response) -> None:
             if response.status >= 400:
                 failures.append(f"{response.status} {response.url}")
@@ -106,6 +110,7 @@ def walk(browser, base: str, logins: dict[str, str], study: int, shots: Path) ->
     return statics
 
 
+@pytest.mark.timeout(1200)
 def test_production_layout_comes_up_serves_pages_and_stops_cleanly(browser, tmp_path):
     server = postgres_server()
     with scratch_database(server, "deploy") as database_url, redis_database() as redis_url:
@@ -113,6 +118,7 @@ def test_production_layout_comes_up_serves_pages_and_stops_cleanly(browser, tmp_
         env = production_env(database_url=database_url, data_dir=data, broker_url=redis_url)
         base = f"http://127.0.0.1:{free_port()}"
         env["BIND"] = base.removeprefix("http://")
+        env["READY_TIMEOUT_SECONDS"] = str(READY_TIMEOUT)
         log = tmp_path / "run-production.log"
         with log.open("w") as out:
             script = subprocess.Popen(
@@ -161,17 +167,12 @@ def test_production_layout_comes_up_serves_pages_and_stops_cleanly(browser, tmp_
         for name, pid in pids.items():
             assert not Path(f"/proc/{pid}").exists(), f"{name} (pid {pid}) still runs"
         assert not list((data / "run").glob("*.pid"))
-        # JSON logs: the requests of the walk, one line each, none holding a password
-        requests = [
-            entry
-            for line in output.splitlines()
-            if line.startswith("{")
-            for entry in [json.loads(line)]
-            if entry.get("logger") == "medhelm.request"
-        ]
-        assert any(
-            r["path"] == "/accounts/login/" and r["method"] == "POST" for r in requests
-        ), output[-3000:]
+        # JSON logs: web and workers alike, a line per request, none holding a password
+        entries = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+        requests = [e for e in entries if e["logger"] == "medhelm.request"]
+        assert any(r["path"] == "/accounts/login/" and r["method"] == "POST" for r in requests)
+        assert any(e["logger"].startswith("celery.worker") for e in entries), output[-3000:]
+        assert any(e["logger"].startswith("celery.beat") for e in entries), output[-3000:]
         for password in logins.values():
             assert password not in output
         assert env["SECRET_KEY"] not in output
