@@ -11,7 +11,8 @@
 #   docs/deploy/run-production.sh
 #
 # Optional: PYTHON (default: .venv/bin/python of this checkout), BIND (127.0.0.1:8000),
-# WEB_WORKERS (2), WORKER_CONCURRENCY (2), STOP_GRACE_SECONDS (30), READY_TIMEOUT_SECONDS (90).
+# WEB_WORKERS (2), WORKER_CONCURRENCY (2), STOP_GRACE_SECONDS (30: gunicorn and beat),
+# WORKER_STOP_GRACE_SECONDS (600: the Celery workers), READY_TIMEOUT_SECONDS (90).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -31,6 +32,9 @@ BIND="${BIND:-127.0.0.1:8000}"
 WEB_WORKERS="${WEB_WORKERS:-2}"
 WORKER_CONCURRENCY="${WORKER_CONCURRENCY:-2}"
 STOP_GRACE_SECONDS="${STOP_GRACE_SECONDS:-30}"
+# A report takes about a minute and a judge call up to several: a Celery worker stopping
+# finishes its running tasks first (one cut off anyway is delivered again: acks late).
+WORKER_STOP_GRACE_SECONDS="${WORKER_STOP_GRACE_SECONDS:-600}"
 READY_TIMEOUT_SECONDS="${READY_TIMEOUT_SECONDS:-90}"
 export DJANGO_DEBUG=0 DJANGO_SETTINGS_MODULE=medhelm_site.settings
 run_dir="$MEDHELM_DATA_DIR/run"
@@ -55,14 +59,19 @@ start() { # start NAME COMMAND...: a child process, its pid kept in $run_dir/NAM
   echo "== started $name (pid $!)"
 }
 
-stop_all() { # SIGTERM every child, SIGKILL those still there after the grace period
-  local pid deadline
+grace_of() { # the seconds a process may take to stop: a worker finishes its running tasks
+  case "$1" in worker-*) echo "$WORKER_STOP_GRACE_SECONDS" ;; *) echo "$STOP_GRACE_SECONDS" ;; esac
+}
+
+stop_all() { # SIGTERM every child, SIGKILL those still there after their grace period
+  local i pid deadline
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  deadline=$((SECONDS + STOP_GRACE_SECONDS))
-  for pid in "${pids[@]}"; do
+  for i in "${!pids[@]}"; do
+    pid="${pids[$i]}"
+    deadline=$((start_of_stop + $(grace_of "${names[$i]}")))
     while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
     if kill -0 "$pid" 2>/dev/null; then
-      echo "run-production: pid $pid did not stop within ${STOP_GRACE_SECONDS}s: killed" >&2
+      echo "run-production: ${names[$i]} (pid $pid) did not stop in time: killed" >&2
       kill -KILL "$pid" 2>/dev/null || true
     fi
     wait "$pid" 2>/dev/null || true
@@ -120,6 +129,7 @@ while [ "$stopping" = 0 ]; do
 done
 echo "== stopping"
 kill "$ready_check" 2>/dev/null || true
+start_of_stop=$SECONDS
 stop_all
 echo "== stopped"
 exit "$status"
