@@ -501,6 +501,9 @@ LOGGING = {
         "django.db.backends": {"level": "INFO"},
     },
 }
+# With JSON logs the Celery workers and beat leave the root logger as configured above, so
+# that their lines are JSON too (Celery would otherwise put its own text handler there).
+CELERY_WORKER_HIJACK_ROOT_LOGGER = MEDHELM_LOG_FORMAT != "json"
 # /readyz asks the Celery workers for a ping and waits this long for the answers.
 MEDHELM_READYZ_PING_TIMEOUT = float(os.environ.get("MEDHELM_READYZ_PING_TIMEOUT", "1.0"))
 # Load balancers probe over plain HTTP: the probes are not redirected to HTTPS.
