@@ -37,7 +37,13 @@ def require_helm() -> None:
     pytest.skip(message)
 
 
-def make_helm_suite(workdir: Path) -> Path:
+def make_helm_suite(
+    workdir: Path,
+    run_entries: tuple[str, ...] = RUN_ENTRIES,
+    *,
+    suite_name: str = SUITE,
+    extra_args: tuple[str, ...] = (),
+) -> Path:
     """Run helm-run in `workdir` (offline) and return the suite folder it wrote."""
     require_helm()
     env = {
@@ -49,19 +55,20 @@ def make_helm_suite(workdir: Path) -> Path:
     command = [
         str(HELM_RUN),
         "--run-entries",
-        *RUN_ENTRIES,
+        *run_entries,
         "--suite",
-        SUITE,
+        suite_name,
         "--max-eval-instances",
         str(MAX_EVAL_INSTANCES),
+        *extra_args,
     ]
     done = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     if done.returncode != 0:
         raise RuntimeError(f"helm-run failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    suite = workdir / "benchmark_output" / "runs" / SUITE
+    suite = workdir / "benchmark_output" / "runs" / suite_name
     runs = sorted(p.name for p in suite.iterdir() if (p / "scenario_state.json").is_file())
-    if len(runs) != len(RUN_ENTRIES):
-        raise RuntimeError(f"helm-run wrote {runs}, expected a run per entry of {RUN_ENTRIES}")
+    if len(runs) != len(run_entries):
+        raise RuntimeError(f"helm-run wrote {runs}, expected a run per entry of {run_entries}")
     return suite
