@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 # Why a context was not kept (or was kept whole), each counted in parsed.counts.
@@ -60,9 +61,15 @@ def names_model(text: str, model: str) -> bool:
     """Whether `text` names `model` ("org/name"): the whole name or one of its parts (the
     organisation, the model's own name) of at least _MIN_NAME_PART characters, as a word in
     any case (so "meta" does not match "metastatic")."""
-    parts = {model, *model.split("/")}
-    return any(
-        re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", text, re.IGNORECASE)
-        for p in parts
-        if len(p) >= _MIN_NAME_PART
-    )
+    pattern = _model_pattern(model)
+    return pattern is not None and pattern.search(text) is not None
+
+
+@lru_cache(maxsize=256)
+def _model_pattern(model: str) -> re.Pattern[str] | None:
+    """One pattern for every name of the model (a run has one model: compiled once)."""
+    parts = sorted({p for p in (model, *model.split("/")) if len(p) >= _MIN_NAME_PART})
+    if not parts:
+        return None
+    names = "|".join(re.escape(p) for p in parts)
+    return re.compile(rf"(?<![\w-])(?:{names})(?![\w-])", re.IGNORECASE)
