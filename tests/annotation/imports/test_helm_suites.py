@@ -18,6 +18,7 @@ from django.urls import reverse
 from annotation.imports import RowError, import_progress, parse_helm_run, suite_jobs
 from annotation.models import ImportJob, Item
 from tests.annotation.imports.factories import start
+from tests.support.helm_runs import MODEL
 
 RUNS = (
     "simple1:model=simple_model1",
@@ -372,3 +373,37 @@ def test_a_conflict_met_while_saving_names_the_run_and_the_runs_kept(
     assert f"stay imported ({RUNS[0]})" in job.errors[0]["reason"]
     progress = import_progress(job)
     assert progress["failed"] and progress["created"] == Item.objects.count()
+
+
+def test_each_item_keeps_its_prompts_instructions_and_in_context_examples(study, helm_suite):
+    """Read from the JSON here: the context is the prompt up to the instance's own input block
+    (input_prefix + input), holds the adapter spec's instructions and one input block per
+    in-context example (max_train_instances of them), and the summary counts it."""
+    call_command("import_items", str(helm_suite), study=study.pk, file_format="helm")
+    job = ImportJob.objects.get(study=study)
+    summaries = {s["run"]: s for s in job.run_summaries}
+    items = {(i.external_id, i.model_name): i for i in Item.objects.filter(study=study)}
+    checked = 0
+    for run in RUNS:
+        state = json.loads((helm_suite / run / "scenario_state.json").read_text())
+        adapter = state["adapter_spec"]
+        instructions, prefix = adapter["instructions"].strip(), adapter["input_prefix"].strip()
+        assert adapter["max_train_instances"] > 0  # the simple scenarios have train instances
+        benchmark = run.split(":")[0]
+        for request_state in state["request_states"]:
+            if request_state["train_trial_index"]:
+                continue
+            item = items[(f"{benchmark}/{request_state['instance']['id']}", MODEL)]
+            prompt = request_state["request"]["prompt"]
+            block = request_state["instance"]["input"]["text"]
+            own = prompt.rindex(block)
+            context = item.metadata[Item.PROMPT_CONTEXT_KEY]
+            assert prompt.startswith(context)
+            assert prompt[len(context) : own].strip() == prefix  # only the prefix in between
+            assert context.startswith(instructions)
+            if prefix:  # one input block per in-context example
+                shown = context.count(prefix) - instructions.count(prefix)
+                assert shown == adapter["max_train_instances"], run
+            checked += 1
+        assert summaries[run]["counts"]["context_kept"] == summaries[run]["items"]
+    assert checked == len(items)
