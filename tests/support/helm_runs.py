@@ -25,6 +25,35 @@ RUN_ENTRIES = (
     f"simple_classification:model={MODEL}",
 )
 MAX_EVAL_INSTANCES = 5
+# A second offline model: HELM's own SimpleClient registered under another name through a
+# prod_env folder (helm-run reads prod_env/ in its working directory by default).
+SECOND_MODEL = "simple/tutorial"
+PROD_ENV = {
+    "model_deployments.yaml": f"""model_deployments:
+  - name: {SECOND_MODEL}
+    model_name: {SECOND_MODEL}
+    tokenizer_name: simple/tokenizer1
+    max_sequence_length: 2048
+    client_spec:
+      class_name: "helm.clients.simple_client.SimpleClient"
+""",
+    "model_metadata.yaml": f"""models:
+  - name: {SECOND_MODEL}
+    display_name: Simple tutorial model
+    description: HELM's SimpleClient under a second name
+    creator_organization_name: Simple
+    access: open
+    release_date: 2023-01-01
+    tags: [TEXT_MODEL_TAG, FULL_FUNCTIONALITY_TEXT_MODEL_TAG]
+""",
+}
+
+
+def register_second_model(workdir: Path) -> None:
+    """Write the prod_env folder that registers SECOND_MODEL for helm-run in `workdir`."""
+    (workdir / "prod_env").mkdir(exist_ok=True)
+    for name, text in PROD_ENV.items():
+        (workdir / "prod_env" / name).write_text(text)
 
 
 def require_helm() -> None:

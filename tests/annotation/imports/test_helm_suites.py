@@ -18,7 +18,7 @@ from django.urls import reverse
 from annotation.imports import RowError, import_progress, parse_helm_run, suite_jobs
 from annotation.models import ImportJob, Item
 from tests.annotation.imports.factories import start
-from tests.support.helm_runs import MODEL
+from tests.support.helm_runs import MODEL, SECOND_MODEL, make_helm_suite, register_second_model
 
 RUNS = (
     "simple1:model=simple_model1",
@@ -407,3 +407,40 @@ def test_each_item_keeps_its_prompts_instructions_and_in_context_examples(study,
             checked += 1
         assert summaries[run]["counts"]["context_kept"] == summaries[run]["items"]
     assert checked == len(items)
+
+
+def test_a_suite_of_two_models_imports_in_one_step(study, tmp_path):
+    """Several models: HELM's simple client registered a second time (prod_env), both models
+    on the multiple-choice and a generation scenario, one command. (simple1 names its model
+    deployment in its run spec, so only simple/model1 can run it.)"""
+    register_second_model(tmp_path)
+    entries = tuple(
+        f"{scenario}:model={model}"
+        for scenario in ("simple_classification", "simple_mcqa")
+        for model in (MODEL, SECOND_MODEL)
+    )
+    suite = make_helm_suite(tmp_path, entries, suite_name="two")
+    out = io.StringIO()
+
+    call_command("import_items", str(suite), study=study.pk, file_format="helm", stdout=out)
+
+    job = ImportJob.objects.get(study=study)
+    assert job.status == ImportJob.Status.SUCCEEDED, job.errors
+    assert [s["status"] for s in job.run_summaries] == ["imported"] * 4
+    by_model = {
+        model: Item.objects.filter(study=study, model_name=model).count()
+        for model in (MODEL, SECOND_MODEL)
+    }
+    states = {
+        run.name: [
+            s
+            for s in json.loads((run / "scenario_state.json").read_text())["request_states"]
+            if not s["train_trial_index"]
+        ]
+        for run in suite.iterdir()
+        if (run / "scenario_state.json").is_file()
+    }
+    for model in (MODEL, SECOND_MODEL):
+        want = sum(len(v) for k, v in states.items() if k.endswith(model.replace("/", "_")))
+        assert by_model[model] == want > 0
+    assert job.created_items == sum(by_model.values())
