@@ -72,6 +72,7 @@ def make_helm_suite(
     *,
     suite_name: str = SUITE,
     extra_args: tuple[str, ...] = (),
+    jury_plugin: bool = False,
 ) -> Path:
     """Run helm-run in `workdir` (offline) and return the suite folder it wrote."""
     require_helm()
@@ -91,6 +92,9 @@ def make_helm_suite(
         str(MAX_EVAL_INSTANCES),
         *extra_args,
     ]
+    if jury_plugin:  # the simple_jury run spec (tests/support/helm_jury_plugin.py)
+        env["PYTHONPATH"] = str(Path(__file__).parent)
+        command += ["--plugins", "helm_jury_plugin"]
     done = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=600, check=False
     )

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from annotation.imports import RowError, import_progress, parse_helm_run, suite_jobs
 from annotation.models import ImportJob, Item
+from jury.models import JudgeScore
 from tests.annotation.imports.factories import start
 from tests.support.helm_runs import MODEL, SECOND_MODEL, make_helm_suite, register_second_model
 
@@ -409,28 +410,31 @@ def test_each_item_keeps_its_prompts_instructions_and_in_context_examples(study,
     assert checked == len(items)
 
 
-def test_a_suite_of_two_models_imports_in_one_step(study, tmp_path):
+def test_a_suite_of_two_models_and_a_jury_run_imports_in_one_step(
+    study, tmp_path, django_capture_on_commit_callbacks
+):
     """Several models: HELM's simple client registered a second time (prod_env), both models
-    on the multiple-choice and a generation scenario, one command. (simple1 names its model
-    deployment in its run spec, so only simple/model1 can run it.)"""
+    on the multiple-choice and a generation scenario, and a run annotated by HELM's own
+    LLMAsJuryAnnotator with two simple judges (tests/support/helm_jury_plugin.py); one
+    command. (simple1 names its model deployment in its run spec: only simple/model1 runs it.)"""
     register_second_model(tmp_path)
-    entries = tuple(
-        f"{scenario}:model={model}"
-        for scenario in ("simple_classification", "simple_mcqa")
-        for model in (MODEL, SECOND_MODEL)
+    entries = (
+        *(
+            f"{scenario}:model={model}"
+            for scenario in ("simple_classification", "simple_mcqa")
+            for model in (MODEL, SECOND_MODEL)
+        ),
+        f"simple_jury:model={MODEL}",
     )
-    suite = make_helm_suite(tmp_path, entries, suite_name="two")
+    suite = make_helm_suite(tmp_path, entries, suite_name="two", jury_plugin=True)
     out = io.StringIO()
 
-    call_command("import_items", str(suite), study=study.pk, file_format="helm", stdout=out)
+    with django_capture_on_commit_callbacks(execute=True):  # the verdict step, after commit
+        call_command("import_items", str(suite), study=study.pk, file_format="helm", stdout=out)
 
     job = ImportJob.objects.get(study=study)
     assert job.status == ImportJob.Status.SUCCEEDED, job.errors
-    assert [s["status"] for s in job.run_summaries] == ["imported"] * 4
-    by_model = {
-        model: Item.objects.filter(study=study, model_name=model).count()
-        for model in (MODEL, SECOND_MODEL)
-    }
+    assert [s["status"] for s in job.run_summaries] == ["imported"] * 5
     states = {
         run.name: [
             s
@@ -442,5 +446,24 @@ def test_a_suite_of_two_models_imports_in_one_step(study, tmp_path):
     }
     for model in (MODEL, SECOND_MODEL):
         want = sum(len(v) for k, v in states.items() if k.endswith(model.replace("/", "_")))
-        assert by_model[model] == want > 0
-    assert job.created_items == sum(by_model.values())
+        assert Item.objects.filter(study=study, model_name=model).count() == want > 0
+    assert job.created_items == Item.objects.filter(study=study).count()
+    # The jury run's verdicts, attached to its items as judges helm:<key>, as HELM parsed them.
+    jury_states = states["simple_jury:model=simple_model1"]
+    verdicts = {
+        (f"simple_jury/{s['instance']['id']}", judge): s["annotations"]["simple_jury"][judge]
+        for s in jury_states
+        for judge in ("judge_one", "judge_two")
+    }
+    stored = {
+        (score.item.external_id, score.judge.name.removeprefix("helm:")): score
+        for score in JudgeScore.objects.filter(item__study=study).select_related(
+            "item", "judge", "criterion"
+        )
+    }
+    assert set(stored) == set(verdicts)
+    assert all(
+        stored[key].value == verdict["accuracy"]["score"]
+        and stored[key].criterion.key == "accuracy"
+        for key, verdict in verdicts.items()
+    )
