@@ -410,14 +410,14 @@ def test_each_item_keeps_its_prompts_instructions_and_in_context_examples(study,
     assert checked == len(items)
 
 
-def test_a_suite_of_two_models_and_a_jury_run_imports_in_one_step(
-    study, tmp_path, django_capture_on_commit_callbacks
-):
-    """Several models: HELM's simple client registered a second time (prod_env), both models
-    on the multiple-choice and a generation scenario, and a run annotated by HELM's own
-    LLMAsJuryAnnotator with two simple judges (tests/support/helm_jury_plugin.py); one
-    command. (simple1 names its model deployment in its run spec: only simple/model1 runs it.)"""
-    register_second_model(tmp_path)
+@pytest.fixture(scope="module")
+def jury_suite(tmp_path_factory):
+    """Two models (HELM's simple client registered a second time through prod_env) on the
+    multiple-choice and a generation scenario, and a run annotated by HELM's own
+    LLMAsJuryAnnotator with two simple judges (tests/support/helm_jury_plugin.py). simple1
+    names its model deployment in its run spec, so only simple/model1 can run it."""
+    workdir = tmp_path_factory.mktemp("helm-jury")
+    register_second_model(workdir)
     entries = (
         *(
             f"{scenario}:model={model}"
@@ -426,11 +426,26 @@ def test_a_suite_of_two_models_and_a_jury_run_imports_in_one_step(
         ),
         f"simple_jury:model={MODEL}",
     )
-    suite = make_helm_suite(tmp_path, entries, suite_name="two", jury_plugin=True)
-    out = io.StringIO()
+    return make_helm_suite(workdir, entries, suite_name="two", jury_plugin=True)
 
+
+@pytest.mark.parametrize("way", ["command", "page"])
+def test_a_suite_of_two_models_and_a_jury_run_imports_in_one_step(
+    way, study, coordinator, client, jury_suite, django_capture_on_commit_callbacks
+):
+    suite = jury_suite
     with django_capture_on_commit_callbacks(execute=True):  # the verdict step, after commit
-        call_command("import_items", str(suite), study=study.pk, file_format="helm", stdout=out)
+        if way == "command":
+            call_command("import_items", str(suite), study=study.pk, file_format="helm")
+        else:
+            client.force_login(coordinator)
+            upload = io.BytesIO(zip_folder(suite))
+            upload.name = "two.zip"
+            url = reverse("annotation:import", args=[study.pk])
+            response = client.post(url, {"file_format": "auto", "file": upload}, follow=True)
+            assert response.status_code == 200
+            page = response.content.decode()
+            assert "simple_jury:model=simple_model1" in page and "simple_tutorial" in page
 
     job = ImportJob.objects.get(study=study)
     assert job.status == ImportJob.Status.SUCCEEDED, job.errors
