@@ -119,6 +119,11 @@ class Item(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # The one metadata key a rater sees (collapsed, on the rating page and in the rater API):
+    # what the model was shown before the input, e.g. a HELM prompt's instructions and
+    # in-context examples. The rest of metadata may name the model and stays hidden.
+    PROMPT_CONTEXT_KEY = "prompt_context"
+
     class Meta:
         ordering = ["study", "id"]
         constraints = [

@@ -74,6 +74,7 @@ class RaterItemSerializer(serializers.Serializer):
     flagged = serializers.BooleanField()
     flag_reason = serializers.CharField()
     input_text = serializers.CharField()
+    context_text = serializers.CharField(allow_blank=True)
     reference_text = serializers.CharField(allow_null=True)
     output_text = serializers.CharField()
     area = serializers.CharField()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotation.imports import helm_context
 from annotation.imports.helm_choices import output_mapping, read_choice
 from annotation.imports.helm_files import HelmSource, helm_files, load_json
 from annotation.imports.rows import (
@@ -23,6 +24,7 @@ from annotation.imports.rows import (
     clean_row,
     type_name,
 )
+from annotation.models import Item
 
 # Request states skipped or read unusually, each reported once with a count.
 _SKIPPED_TRIAL = "skipped: train trials after the first (train_trial_index > 0)"
@@ -41,6 +43,16 @@ _MULTIPLE_CHOICE = (
     "multiple choice: the options (output_mapping) added to the input, the chosen and the "
     "correct option shown as 'letter. text'"
 )
+_CONTEXT_KEPT = (
+    "context kept: the prompt's instructions and in-context examples (request.prompt before "
+    "the input), shown to raters as a collapsed section"
+)
+_CONTEXT_WHOLE = (
+    "context: the input is not in request.prompt, so the whole prompt is kept as the context"
+)
+_CONTEXT_NAMES_MODEL = (
+    "context not kept: the prompt before the input names the model (raters must not see it)"
+)
 # parsed.counts keys, for the import summary.
 COUNT_KEYS = {
     _SKIPPED_TRIAL: "later_train_trials",
@@ -50,6 +62,13 @@ COUNT_KEYS = {
     _EACH_COMPLETION: "extra_completions_imported",
     _UNMAPPED: "multiple_choice_unmapped",
     _MULTIPLE_CHOICE: "multiple_choice",
+    _CONTEXT_KEPT: "context_kept",
+    _CONTEXT_WHOLE: helm_context.WHOLE_PROMPT,
+    _CONTEXT_NAMES_MODEL: helm_context.NAMES_MODEL,
+}
+_CONTEXT_NOTES = {
+    helm_context.WHOLE_PROMPT: _CONTEXT_WHOLE,
+    helm_context.NAMES_MODEL: _CONTEXT_NAMES_MODEL,
 }
 FAILED_REQUESTS = "failed_requests"
 # What to import of a request with several completions (num_outputs > 1).
@@ -66,6 +85,7 @@ class HelmRun:
     run_spec: Any = None
     run_name: str = ""
     problems: tuple[RowError, ...] = ()
+    adapter_spec: Any = None  # scenario_state.json's, for the prompt's input_prefix
 
     @property
     def label(self) -> str:
@@ -104,7 +124,7 @@ def run_from_files(*, scenario_state: bytes, run_spec: bytes | None, run_name: s
     if problem:
         problems.append(RowError("scenario_state.json", problem, -1))
         states = None
-    return HelmRun(states, spec, run_name, tuple(problems))
+    return HelmRun(states, spec, run_name, tuple(problems), _dig(state, "adapter_spec"))
 
 
 def parse_helm_run(
@@ -117,7 +137,9 @@ def parse_helm_run(
 
 def helm_rows(run: HelmRun, *, completions: str = FIRST) -> ParsedImport:
     """One row per request state: instance.id, instance.input.text, the reference,
-    result.completions[0].text and request.model; other keys are ignored.
+    result.completions[0].text and request.model, and as context (metadata
+    Item.PROMPT_CONTEXT_KEY, see helm_context) request.prompt before the input, i.e. the
+    instructions and in-context examples; other keys are ignored.
 
     external_id is "<benchmark>/<instance.id>" (HELM numbers every scenario's instances id0,
     id1, ..., so two benchmarks in a study would collide on bare ids). An empty completion is
@@ -140,8 +162,10 @@ def helm_rows(run: HelmRun, *, completions: str = FIRST) -> ParsedImport:
         parsed.warnings.append(RowError("file", reason, -1))
     if completions not in COMPLETIONS:
         raise ValueError(f"completions must be one of {COMPLETIONS}, not {completions!r}")
+    input_prefix = _dig(run.adapter_spec, "input_prefix")
     reader = _StateReader(
         benchmark=benchmark,
+        input_prefix=input_prefix if isinstance(input_prefix, str) else "",
         run_label=run.label,
         parsed=parsed,
         each_completion=completions == EACH,
@@ -187,6 +211,7 @@ class _StateReader:
     benchmark: str
     run_label: str
     parsed: ParsedImport
+    input_prefix: str = ""
     noted: dict[str, list[int]] = field(default_factory=lambda: {key: [] for key in COUNT_KEYS})
     each_completion: bool = False
     extra_completions: int = 0
@@ -268,6 +293,17 @@ class _StateReader:
         split = _dig(state, "instance", "split")
         if isinstance(split, str):
             metadata["split"] = split
+        context = helm_context.prompt_context(
+            prompt=_dig(state, "request", "prompt"),
+            input_text=input_text,
+            model=model,
+            input_prefix=self.input_prefix,
+        )
+        if context.note is not None:
+            self.noted[_CONTEXT_NOTES[context.note]].append(index)
+        if context.text:
+            self.noted[_CONTEXT_KEPT].append(index)
+            metadata[Item.PROMPT_CONTEXT_KEY] = context.text
         mapping = output_mapping(state)
         if mapping is not None:
             self.noted[_MULTIPLE_CHOICE].append(index)

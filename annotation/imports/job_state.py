@@ -40,7 +40,10 @@ def item_keys(study: RatingStudy, *, external_ids: set[str] | None = None) -> se
     items = Item.objects.filter(study=study)
     if external_ids is not None and len(external_ids) <= ID_FILTER_LIMIT:
         items = items.filter(external_id__in=external_ids)
-    return set(items.values_list("external_id", "model_name"))
+    # No ORDER BY (Item's default is study, id): to return rows in id order SQLite walks every
+    # item of the study instead of the (study, external_id, model) index, so a suite's
+    # late-conflict check grew with the items its earlier runs had saved.
+    return set(items.values_list("external_id", "model_name").order_by())
 
 
 def fingerprints(*, study: RatingStudy, keys: set[Key]) -> dict[Key, Fingerprint]:

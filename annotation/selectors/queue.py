@@ -101,6 +101,7 @@ class RaterItem:
     flagged: bool
     flag_reason: str
     input_text: str
+    context_text: str  # what the model was shown before the input (Item.PROMPT_CONTEXT_KEY)
     reference_text: str | None
     output_text: str
     area: str
@@ -131,6 +132,7 @@ def rater_item(
         flagged=assignment.flagged,
         flag_reason=assignment.flag_reason,
         input_text=item.input_text,
+        context_text=prompt_context(item),
         reference_text=item.reference_text if study.show_reference else None,
         output_text=item.output_text,
         area=item.taxonomy_node.name if item.taxonomy_node_id else "",
@@ -138,6 +140,14 @@ def rater_item(
         updated_at_ms=int(assignment.updated_at.timestamp() * 1000),
         answers=answers,
     )
+
+
+def prompt_context(item: Item) -> str:
+    """The item's context for its rater (the only metadata key shown), "" when none."""
+    context = (
+        item.metadata.get(Item.PROMPT_CONTEXT_KEY) if isinstance(item.metadata, dict) else None
+    )
+    return context if isinstance(context, str) else ""
 
 
 @dataclass(frozen=True)

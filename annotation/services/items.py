@@ -53,7 +53,9 @@ def create_items(
     external_ids = {row.external_id for row in rows}
     if len(external_ids) <= ID_FILTER_LIMIT:  # a small batch need not read the whole study
         items = items.filter(external_id__in=external_ids)
-    existing = set(items.values_list("external_id", "model_name"))
+    # Unordered: ordered by id, SQLite scans the whole study rather than the unique index
+    # (see annotation.imports.job_state.item_keys).
+    existing = set(items.values_list("external_id", "model_name").order_by())
     fresh: list[Item] = []
     unchanged = 0
     for row in rows:

@@ -30,7 +30,7 @@ def blinded(db):
             output_text="<script>alert(1)</script>\n- one\n- **two**",
             reference_text="ref",
             model_name=SECRET_MODEL,
-            metadata={"source": "x"},
+            metadata={"source": "SECRET-METADATA", "prompt_context": "Few-shot <i>example</i>"},
         )
     ]
     services.create_items(study=setup.study, rows=rows, actor=setup.coordinator)
@@ -62,6 +62,19 @@ def test_nothing_a_clinician_receives_names_the_model_or_other_ratings(client, b
         assert SECRET_MODEL not in body
         assert "OTHER-RATER-SECRET" not in body
         assert blinded.clinicians[1].username not in body
+        assert "SECRET-METADATA" not in body  # of metadata, only the prompt's context
+
+
+def test_the_prompts_context_is_the_only_metadata_a_rater_gets(client, blinded):
+    clinician = blinded.clinicians[0]
+    client.login(username=clinician.username, password=TEST_PASSWORD)
+    a = Assignment.objects.get(clinician=clinician)
+    api = client.get(f"/api/assignments/{a.handle}/").json()
+    assert api["context_text"] == "Few-shot <i>example</i>"
+    page = client.get(f"/studies/{blinded.study.pk}/rate/{a.handle}/").content.decode()
+    # collapsed (no "open"), escaped like every item text
+    assert '<details class="card prompt-context" id="text-context" data-testid="context">' in page
+    assert "Few-shot &lt;i&gt;example&lt;/i&gt;" in page
 
 
 def test_model_text_is_escaped_with_simple_markdown_kept(client, blinded):

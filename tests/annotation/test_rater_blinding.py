@@ -50,6 +50,7 @@ Z_BOUND = 4.0
 # content's, not the study's bookkeeping.
 CONTENT_FIELDS = {
     "input_text",
+    "context_text",
     "output_text",
     "reference_text",
     "area",

@@ -25,6 +25,35 @@ RUN_ENTRIES = (
     f"simple_classification:model={MODEL}",
 )
 MAX_EVAL_INSTANCES = 5
+# A second offline model: HELM's own SimpleClient registered under another name through a
+# prod_env folder (helm-run reads prod_env/ in its working directory by default).
+SECOND_MODEL = "simple/tutorial"
+PROD_ENV = {
+    "model_deployments.yaml": f"""model_deployments:
+  - name: {SECOND_MODEL}
+    model_name: {SECOND_MODEL}
+    tokenizer_name: simple/tokenizer1
+    max_sequence_length: 2048
+    client_spec:
+      class_name: "helm.clients.simple_client.SimpleClient"
+""",
+    "model_metadata.yaml": f"""models:
+  - name: {SECOND_MODEL}
+    display_name: Simple tutorial model
+    description: HELM's SimpleClient under a second name
+    creator_organization_name: Simple
+    access: open
+    release_date: 2023-01-01
+    tags: [TEXT_MODEL_TAG, FULL_FUNCTIONALITY_TEXT_MODEL_TAG]
+""",
+}
+
+
+def register_second_model(workdir: Path) -> None:
+    """Write the prod_env folder that registers SECOND_MODEL for helm-run in `workdir`."""
+    (workdir / "prod_env").mkdir(exist_ok=True)
+    for name, text in PROD_ENV.items():
+        (workdir / "prod_env" / name).write_text(text)
 
 
 def require_helm() -> None:
@@ -37,7 +66,14 @@ def require_helm() -> None:
     pytest.skip(message)
 
 
-def make_helm_suite(workdir: Path) -> Path:
+def make_helm_suite(
+    workdir: Path,
+    run_entries: tuple[str, ...] = RUN_ENTRIES,
+    *,
+    suite_name: str = SUITE,
+    extra_args: tuple[str, ...] = (),
+    jury_plugin: bool = False,
+) -> Path:
     """Run helm-run in `workdir` (offline) and return the suite folder it wrote."""
     require_helm()
     env = {
@@ -49,19 +85,23 @@ def make_helm_suite(workdir: Path) -> Path:
     command = [
         str(HELM_RUN),
         "--run-entries",
-        *RUN_ENTRIES,
+        *run_entries,
         "--suite",
-        SUITE,
+        suite_name,
         "--max-eval-instances",
         str(MAX_EVAL_INSTANCES),
+        *extra_args,
     ]
+    if jury_plugin:  # the simple_jury run spec (tests/support/helm_jury_plugin.py)
+        env["PYTHONPATH"] = str(Path(__file__).parent)
+        command += ["--plugins", "helm_jury_plugin"]
     done = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     if done.returncode != 0:
         raise RuntimeError(f"helm-run failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    suite = workdir / "benchmark_output" / "runs" / SUITE
+    suite = workdir / "benchmark_output" / "runs" / suite_name
     runs = sorted(p.name for p in suite.iterdir() if (p / "scenario_state.json").is_file())
-    if len(runs) != len(RUN_ENTRIES):
-        raise RuntimeError(f"helm-run wrote {runs}, expected a run per entry of {RUN_ENTRIES}")
+    if len(runs) != len(run_entries):
+        raise RuntimeError(f"helm-run wrote {runs}, expected a run per entry of {run_entries}")
     return suite

@@ -38,14 +38,22 @@ def test_helm_run_directory_reads_each_request_state():
             "helm_instance_id": instance["id"],
             "helm_run": "medi_qa:model=demo_vendor_demo-model-7b",
             "split": "test",
+            "prompt_context": "Answer the following consumer health question.",
         }
     assert parsed.rows[0].output_text.startswith("Metformin commonly causes stomach upset")
     assert parsed.rows[3].output_text == ""
+    assert parsed.counts["context_kept"] == 4
     assert where_reason(parsed.warnings) == [
+        (
+            "request_states",
+            "context kept: the prompt's instructions and in-context examples (request.prompt "
+            "before the input), shown to raters as a collapsed section: 4 request states "
+            "(first request_states[0])",
+        ),
         (
             "request_states[3]",
             "empty completion (imported: a model that answered nothing is still rated)",
-        )
+        ),
     ]
 
 
@@ -154,6 +162,12 @@ def test_helm_bad_request_states_are_reported_by_index_and_odd_ones_skipped():
     # When the first reference is not the correct one, the one tagged "correct" is taken.
     assert parsed.rows[1].reference_text == "right option"
     assert where_reason(parsed.warnings) == [
+        (
+            "request_states",
+            "context kept: the prompt's instructions and in-context examples (request.prompt "
+            "before the input), shown to raters as a collapsed section: 3 request states "
+            "(first request_states[0])",
+        ),
         ("request_states[3]", "skipped: the request failed (rate limited)"),
         (
             "request_states",

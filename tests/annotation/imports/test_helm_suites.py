@@ -17,7 +17,9 @@ from django.urls import reverse
 
 from annotation.imports import RowError, import_progress, parse_helm_run, suite_jobs
 from annotation.models import ImportJob, Item
+from jury.models import JudgeScore
 from tests.annotation.imports.factories import start
+from tests.support.helm_runs import MODEL, SECOND_MODEL, make_helm_suite, register_second_model
 
 RUNS = (
     "simple1:model=simple_model1",
@@ -372,3 +374,111 @@ def test_a_conflict_met_while_saving_names_the_run_and_the_runs_kept(
     assert f"stay imported ({RUNS[0]})" in job.errors[0]["reason"]
     progress = import_progress(job)
     assert progress["failed"] and progress["created"] == Item.objects.count()
+
+
+def test_each_item_keeps_its_prompts_instructions_and_in_context_examples(study, helm_suite):
+    """Read from the JSON here: the context is the prompt up to the instance's own input block
+    (input_prefix + input), holds the adapter spec's instructions and one input block per
+    in-context example (max_train_instances of them), and the summary counts it."""
+    call_command("import_items", str(helm_suite), study=study.pk, file_format="helm")
+    job = ImportJob.objects.get(study=study)
+    summaries = {s["run"]: s for s in job.run_summaries}
+    items = {(i.external_id, i.model_name): i for i in Item.objects.filter(study=study)}
+    checked = 0
+    for run in RUNS:
+        state = json.loads((helm_suite / run / "scenario_state.json").read_text())
+        adapter = state["adapter_spec"]
+        instructions, prefix = adapter["instructions"].strip(), adapter["input_prefix"].strip()
+        assert adapter["max_train_instances"] > 0  # the simple scenarios have train instances
+        benchmark = run.split(":")[0]
+        for request_state in state["request_states"]:
+            if request_state["train_trial_index"]:
+                continue
+            item = items[(f"{benchmark}/{request_state['instance']['id']}", MODEL)]
+            prompt = request_state["request"]["prompt"]
+            block = request_state["instance"]["input"]["text"]
+            own = prompt.rindex(block)
+            context = item.metadata[Item.PROMPT_CONTEXT_KEY]
+            assert prompt.startswith(context)
+            assert prompt[len(context) : own].strip() == prefix  # only the prefix in between
+            assert context.startswith(instructions)
+            if prefix:  # one input block per in-context example
+                shown = context.count(prefix) - instructions.count(prefix)
+                assert shown == adapter["max_train_instances"], run
+            checked += 1
+        assert summaries[run]["counts"]["context_kept"] == summaries[run]["items"]
+    assert checked == len(items)
+
+
+@pytest.fixture(scope="module")
+def jury_suite(tmp_path_factory):
+    """Two models (HELM's simple client registered a second time through prod_env) on the
+    multiple-choice and a generation scenario, and a run annotated by HELM's own
+    LLMAsJuryAnnotator with two simple judges (tests/support/helm_jury_plugin.py). simple1
+    names its model deployment in its run spec, so only simple/model1 can run it."""
+    workdir = tmp_path_factory.mktemp("helm-jury")
+    register_second_model(workdir)
+    entries = (
+        *(
+            f"{scenario}:model={model}"
+            for scenario in ("simple_classification", "simple_mcqa")
+            for model in (MODEL, SECOND_MODEL)
+        ),
+        f"simple_jury:model={MODEL}",
+    )
+    return make_helm_suite(workdir, entries, suite_name="two", jury_plugin=True)
+
+
+@pytest.mark.parametrize("way", ["command", "page"])
+def test_a_suite_of_two_models_and_a_jury_run_imports_in_one_step(
+    way, study, coordinator, client, jury_suite, django_capture_on_commit_callbacks
+):
+    suite = jury_suite
+    with django_capture_on_commit_callbacks(execute=True):  # the verdict step, after commit
+        if way == "command":
+            call_command("import_items", str(suite), study=study.pk, file_format="helm")
+        else:
+            client.force_login(coordinator)
+            upload = io.BytesIO(zip_folder(suite))
+            upload.name = "two.zip"
+            url = reverse("annotation:import", args=[study.pk])
+            response = client.post(url, {"file_format": "auto", "file": upload}, follow=True)
+            assert response.status_code == 200
+            page = response.content.decode()
+            assert "simple_jury:model=simple_model1" in page and "simple_tutorial" in page
+
+    job = ImportJob.objects.get(study=study)
+    assert job.status == ImportJob.Status.SUCCEEDED, job.errors
+    assert [s["status"] for s in job.run_summaries] == ["imported"] * 5
+    states = {
+        run.name: [
+            s
+            for s in json.loads((run / "scenario_state.json").read_text())["request_states"]
+            if not s["train_trial_index"]
+        ]
+        for run in suite.iterdir()
+        if (run / "scenario_state.json").is_file()
+    }
+    for model in (MODEL, SECOND_MODEL):
+        want = sum(len(v) for k, v in states.items() if k.endswith(model.replace("/", "_")))
+        assert Item.objects.filter(study=study, model_name=model).count() == want > 0
+    assert job.created_items == Item.objects.filter(study=study).count()
+    # The jury run's verdicts, attached to its items as judges helm:<key>, as HELM parsed them.
+    jury_states = states["simple_jury:model=simple_model1"]
+    verdicts = {
+        (f"simple_jury/{s['instance']['id']}", judge): s["annotations"]["simple_jury"][judge]
+        for s in jury_states
+        for judge in ("judge_one", "judge_two")
+    }
+    stored = {
+        (score.item.external_id, score.judge.name.removeprefix("helm:")): score
+        for score in JudgeScore.objects.filter(item__study=study).select_related(
+            "item", "judge", "criterion"
+        )
+    }
+    assert set(stored) == set(verdicts)
+    assert all(
+        stored[key].value == verdict["accuracy"]["score"]
+        and stored[key].criterion.key == "accuracy"
+        for key, verdict in verdicts.items()
+    )

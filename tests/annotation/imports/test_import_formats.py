@@ -119,10 +119,18 @@ def test_helm_run_import_saves_every_field(study, coordinator):
                 "helm_instance_id": state["instance"]["id"],
                 "helm_run": "medi_qa:model=demo_vendor_demo-model-7b",
                 "split": "test",
+                # request.prompt before the input and its "Question:" prefix
+                "prompt_context": "Answer the following consumer health question.",
             },
         )
     assert items[3].output_text == ""  # the empty completion is still an item
     assert imports.import_progress(job)["warnings"] == [
+        {
+            "where": "request_states",
+            "reason": "context kept: the prompt's instructions and in-context examples "
+            "(request.prompt before the input), shown to raters as a collapsed section: "
+            "4 request states (first request_states[0])",
+        },
         {
             "where": "request_states[3]",
             "reason": "empty completion (imported: a model that answered nothing is still rated)",
