@@ -156,7 +156,7 @@ def _cell(
         note = approximate_note(c, method or {}) if interval else None
         form = form_note(c)
         if form is not None:
-            note = form if note is None else f"{form}; {note}"
+            note = form if note is None else f"{note}; {form}"
         if note is not None and note not in notes:
             notes.append(note)
         return Table2Cell(
