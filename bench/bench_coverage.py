@@ -2,7 +2,7 @@
 
 Simulates normal two-way random-effects studies (agreement.stats.simulation: item SD 1,
 rater SD 0.3, error SD 1, fresh raters per study; complete designs and an incomplete one
-where each item is rated by 2 of 6 raters) and, per design and interval, prints the share of
+where each item is rated by 2 of 6 raters, and 2 of 29 as in MedHELM's clinician pool) and, per design and interval, prints the share of
 studies whose interval covers the true value, the mean width, the nominal level and the Monte
 Carlo standard error of the coverage. Every interval is computed by the library's own
 functions, so a regression in them shows here.
@@ -19,7 +19,12 @@ Intervals:
 - The MedHELM statistics of Table 2, on within-rater z-scores, with the reports' interval
   (item bootstrap, BCa): the machine's ICC(3,2) against the clinicians' mean, its interval
   alpha, the clinician-pair mean ICC(3,2), the clinicians' interval alpha, and the machine
-  minus clinician-pair difference.
+  minus clinician-pair difference. On an incomplete design the reports now give the
+  clinicians the one-way ICC(1,2) with its F interval (agreement.stats.medhelm.form_choice;
+  same true value as the pair mean): printed as "report: one-way F", beside its item
+  bootstrap and the pair mean printed before ("before: ...").
+- Designs of LARGE_ITEMS items or more run at most --large-studies studies (default 200,
+  Monte Carlo error 1.5 points), so a 2,000-item run stays minutes.
 The ICC forms are not computed on the incomplete design: the library has no interval for
 them there (icc_reml gives the point estimate only), and no report prints one.
 """
@@ -46,8 +51,15 @@ from agreement.stats import (
     bootstrap_machine_with_alpha,
     icc,
 )
-from agreement.stats.bootstrap import IccStatistic, bootstrap_cis
+from agreement.stats.bootstrap import IccStatistic, bootstrap_ci, bootstrap_cis
 from agreement.stats.icc_interval_choice import FORM_INTERVAL, icc_interval
+from agreement.stats.medhelm import (
+    ONEWAY,
+    ClinicianOneWayStatistic,
+    bootstrap_machine_minus_clinician_oneway,
+    choose_clinician_form,
+    clinician_oneway,
+)
 from agreement.stats.simulation import (
     MACHINE,
     Design,
@@ -59,6 +71,9 @@ from agreement.stats.simulation import (
 
 ICC_FORMS = ("ICC(A,1)", "ICC(C,1)", "ICC(A,k)", "ICC(C,k)")
 CONFIDENCE = 0.95
+#: From this many items on a design runs --large-studies studies at most (2,000 items x
+#: 1,000 resamples per study costs about 20x a 100-item study).
+LARGE_ITEMS = 1000
 Row = tuple[str, str, float, float, bool]  # (statistic, interval, low, high, approximate)
 #: The reports' default estimability rule (agreement.analysis.Settings): the pair mean and the
 #: difference leave out pairs sharing fewer items and pair ICCs outside the bounds.
@@ -102,23 +117,65 @@ def medhelm_rows(x: np.ndarray, machine: np.ndarray, seed: int, n_resamples: int
         ("machine alpha (interval)", "report: item bootstrap BCa", a.ci_low, a.ci_high, False)
     )
     clin = scores.loc[scores["rater_kind"] == "clinician"]
-    p = bootstrap_clinician_pairwise(clin, rule=REPORT_RULE, **kw_drop)
-    out.append(
-        ("clinician pair mean ICC(3,2)", "report: item bootstrap BCa", p.ci_low, p.ci_high, False)
-    )
     ca = bootstrap_clinician_alpha(clin, **kw_drop)["alpha_interval"]
     out.append(
         ("clinician alpha (interval)", "report: item bootstrap BCa", ca.ci_low, ca.ci_high, False)
     )
-    d = bootstrap_machine_minus_clinicians(scores, machine=MACHINE, rule=REPORT_RULE, **kw_drop)
-    out.append(
-        ("machine - clinician pairs", "report: item bootstrap BCa", d.ci_low, d.ci_high, False)
-    )
+    oneway = choose_clinician_form(clin).form == ONEWAY
+    # MedHELM's pair mean: what every report printed before issue 16, and still prints where
+    # the design keeps it (complete designs); it may fail where pairs share too few items.
+    pair = "report: pair mean, item bootstrap BCa"
+    try:
+        p = bootstrap_clinician_pairwise(clin, rule=REPORT_RULE, **kw_drop)
+        d = bootstrap_machine_minus_clinicians(scores, machine=MACHINE, rule=REPORT_RULE, **kw_drop)
+        p_ci, d_ci = (p.ci_low, p.ci_high), (d.ci_low, d.ci_high)
+    except ValueError:  # no estimable pair: no interval
+        p_ci = d_ci = (np.nan, np.nan)
+    if oneway:
+        pair = "before: pair mean, item bootstrap BCa"
+    out.append(("clinician pair mean ICC(3,2)", pair, *p_ci, False))
+    out.append(("machine - clinician pairs", pair, *d_ci, False))
+    if oneway:  # the form the design gives (agreement.stats.medhelm.form_choice)
+        one = clinician_oneway(clin, on_degenerate="drop", confidence=CONFIDENCE)
+        out.append(
+            ("clinician pair mean ICC(3,2)", "report: one-way F", one.ci_low, one.ci_high, False)
+        )
+        boot = bootstrap_ci(ClinicianOneWayStatistic(clin, on_degenerate="drop"), **kw)
+        out.append(
+            (
+                "clinician pair mean ICC(3,2)",
+                "one-way, item bootstrap BCa",
+                boot.ci_low,
+                boot.ci_high,
+                False,
+            )
+        )
+        dd = bootstrap_machine_minus_clinician_oneway(scores, machine=MACHINE, **kw_drop)
+        out.append(
+            (
+                "machine - clinician pairs",
+                "report: machine - one-way, item bootstrap BCa",
+                dd.ci_low,
+                dd.ci_high,
+                False,
+            )
+        )
     return out
 
 
+def oneway_rows(x: np.ndarray) -> list[Row]:
+    """Only the one-way clinician form's F interval (no resampling: seconds per design)."""
+    one = clinician_oneway(score_table(x), on_degenerate="drop", confidence=CONFIDENCE)
+    return [("clinician pair mean ICC(3,2)", "report: one-way F", one.ci_low, one.ci_high, False)]
+
+
 def run_block(
-    design: Design, seeds: list[int], n_resamples: int, with_icc: bool, with_medhelm: bool
+    design: Design,
+    seeds: list[int],
+    n_resamples: int,
+    with_icc: bool,
+    with_medhelm: bool,
+    form_only: bool = False,
 ) -> list[list[Row]]:
     """The rows of each study of one block (a study's data and resamples come from its seed)."""
     out = []
@@ -126,6 +183,9 @@ def run_block(
         rng = np.random.default_rng(seed)
         x, machine = simulate_matrix(rng, design)
         rows: list[Row] = []
+        if form_only:
+            out.append(oneway_rows(x))
+            continue
         if with_icc and design.complete:
             rows += icc_rows(x, seed, n_resamples)
         if with_medhelm:
@@ -148,11 +208,31 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261205)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--no-medhelm", action="store_true", help="ICC forms only")
+    parser.add_argument(
+        "--form-only",
+        action="store_true",
+        help="only the one-way clinician form's F interval (incomplete designs; fast)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=("all", "complete", "incomplete"),
+        default="all",
+        help="designs to simulate",
+    )
+    parser.add_argument(
+        "--large-studies",
+        type=int,
+        default=200,
+        help=f"studies per design from {LARGE_ITEMS} items on (bounds the run time)",
+    )
     args = parser.parse_args()
     items = [int(v) for v in args.items.split(",")]
     designs = []
     for n in items:
-        designs += [Design(n, 2, 2), Design(n, 3, 3), Design(n, 6, 2)]
+        if args.only != "incomplete":
+            designs += [Design(n, 2, 2), Design(n, 3, 3)]
+        if args.only != "complete":
+            designs += [Design(n, 6, 2), Design(n, 29, 2)]
     started = time.perf_counter()
     root = np.random.SeedSequence(args.seed)
     print(
@@ -167,14 +247,26 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for design, child in zip(designs, root.spawn(len(designs)), strict=True):
             n_studies = max(args.studies, 0 if args.no_medhelm else args.medhelm_studies)
+            if design.n_items >= LARGE_ITEMS:
+                n_studies = min(n_studies, args.large_studies)
             seeds = [int(s.generate_state(1)[0]) for s in child.spawn(n_studies)]
             blocks = [seeds[i : i + 25] for i in range(0, n_studies, 25)]
             futures = []
             for block_start, block in zip(range(0, n_studies, 25), blocks, strict=True):
-                with_icc = block_start < args.studies
-                with_medhelm = not args.no_medhelm and block_start < args.medhelm_studies
+                with_icc = block_start < min(args.studies, n_studies)
+                with_medhelm = not args.no_medhelm and block_start < min(
+                    args.medhelm_studies, n_studies
+                )
                 futures.append(
-                    pool.submit(run_block, design, block, args.resamples, with_icc, with_medhelm)
+                    pool.submit(
+                        run_block,
+                        design,
+                        block,
+                        args.resamples,
+                        with_icc,
+                        with_medhelm,
+                        args.form_only,
+                    )
                 )
             truths = true_values(design)
             tallies: dict[tuple[str, str], Tally] = {}

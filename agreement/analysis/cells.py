@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agreement.analysis.settings import CI_METHODS, Settings
+from agreement.analysis.settings import CI_METHODS, ONEWAY_CI_METHOD, Settings
 from agreement.stats import (
     ALPHA_LEVELS,
     MEDHELM_MIN_SHARED_ITEMS,
@@ -28,6 +28,14 @@ from agreement.stats import (
     koo_li_band,
     koo_li_interval_band,
     machine_vs_clinicians,
+)
+from agreement.stats.medhelm import (
+    CLINICIAN_FORMS,
+    ONEWAY,
+    FormChoice,
+    bootstrap_machine_minus_clinician_oneway,
+    choose_clinician_form,
+    clinician_oneway,
 )
 
 #: Krippendorff's alpha beside the ICC: per level its estimate and interval (same resamples).
@@ -60,6 +68,8 @@ CELL_COLUMNS = [
     "pairs_excluded",
     "dropped_raters",
     "design",
+    "clinician_form",
+    "form_reason",
     *ALPHA_COLUMNS,
 ]
 NOT_ESTIMABLE = "not estimable"
@@ -175,9 +185,16 @@ def _too_few_items(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, An
 def clinician_design(sub: pd.DataFrame) -> str:
     """ "complete" where every item of `sub` is rated by all of its clinicians, else
     "incomplete" (each item by some of them): the intervals' simulated coverage differs."""
-    clin = sub.loc[sub["rater_kind"] == "clinician"]
-    per_item = clin.groupby("item")["rater"].nunique()
-    return "complete" if bool((per_item == clin["rater"].nunique()).all()) else "incomplete"
+    return choose_clinician_form(sub.loc[sub["rater_kind"] == "clinician"]).design
+
+
+def _form_fields(choice: FormChoice) -> dict[str, Any]:
+    return {
+        "statistic": CLINICIAN_FORMS[choice.form],
+        "clinician_form": choice.form,
+        "form_reason": choice.reason,
+        "design": choice.design,
+    }
 
 
 def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]:
@@ -208,18 +225,31 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
 
 
 def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
-    """Mean pairwise clinician ICC(3,2) with its interval (or the reason there is none).
+    """Clinician-clinician agreement in the form the design decides
+    (agreement.stats.medhelm.form_choice): MedHELM's mean pairwise ICC(3,2), or on an
+    incomplete design the one-way ICC(1,2) on the same z-scores; with its interval (or the
+    reason there is none) and the form and why, recorded in the cell.
 
     The pairs are MedHELM's (sharing >= 2 items); those sharing fewer items than the rule's
     minimum stay out of the mean and are counted (none is left out for its value: see
-    agreement.stats.estimability); the mean itself is then held to the rule as a cell."""
+    agreement.stats.estimability); the estimate itself is then held to the rule as a cell."""
     clin = sub.loc[sub["rater_kind"] == "clinician"]
     per_item = clin.groupby("item")["rater"].nunique()
     shared = int((per_item >= 2).sum())
+    choice = choose_clinician_form(clin)
     if shared < s.min_items:
-        return insufficient(
-            f"fewer than {s.min_items} items rated by 2 or more clinicians ({shared})"
-        )
+        return {
+            **insufficient(
+                f"fewer than {s.min_items} items rated by 2 or more clinicians ({shared})"
+            ),
+            **_form_fields(choice),
+        }
+    if choice.form == ONEWAY:
+        return {**_oneway_cell(clin, s), **_form_fields(choice)}
+    return {**_pairwise_cell(clin, s), **_form_fields(choice)}
+
+
+def _pairwise_cell(clin: pd.DataFrame, s: Settings) -> dict[str, Any]:
     medhelm = {"min_shared_items": MEDHELM_MIN_SHARED_ITEMS, "on_degenerate": "drop"}
     try:
         point = clinician_pairwise(clin, **medhelm, rule=s.rule)
@@ -238,15 +268,53 @@ def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
         "n_pairs_excluded": point.n_pairs_excluded,
         "pairs_excluded": point.excluded_text or None,
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
-        "design": clinician_design(clin),
     }
     return ruled(fields, n_shared=None, s=s)
 
 
-def difference_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]:
-    """(machine ICC) - (clinician-clinician ICC) on the same item resamples, the second term
-    with the pairs the rule leaves out left out (see clinician_cell)."""
+def _oneway_cell(clin: pd.DataFrame, s: Settings) -> dict[str, Any]:
+    """The one-way ICC(1,2) with its F interval; alpha as in every cell (item bootstrap)."""
     try:
+        point = clinician_oneway(clin, on_degenerate="drop", confidence=s.confidence)
+        alphas = bootstrap_clinician_alpha(clin, on_degenerate="drop", **s.boot())
+    except ValueError as exc:  # the data allow no estimate
+        return insufficient(str(exc))
+    lo, hi = point.ci_low, point.ci_high
+    ok = _finite(lo) and _finite(hi)
+    fields = {
+        "estimate": point.icc,
+        "ci_low": lo if ok else None,
+        "ci_high": hi if ok else None,
+        "ci_method": ONEWAY_CI_METHOD,
+        "confidence": s.confidence,
+        "band": koo_li_interval_band(lo, hi) if ok else "undefined",
+        "point_band": koo_li_band(point.icc),
+        "status": "ok",
+        "reason": None if ok else "F interval undefined (no variation within or between items)",
+        **alpha_fields(alphas),
+        "n_items": point.n_items,
+        "n_raters": point.n_clinicians,
+        "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
+    }
+    return ruled(fields, n_shared=None, s=s)
+
+
+def difference_cell(
+    sub: pd.DataFrame, machine: str, s: Settings, *, clinician_form: str | None = None
+) -> dict[str, Any]:
+    """(machine ICC) - (clinician-clinician ICC) on the same item resamples, the second term
+    in the clinician cell's form: the pair mean with the pairs the rule leaves out left out
+    (see clinician_cell), or the one-way ICC(1,2)."""
+    form = clinician_form or choose_clinician_form(sub.loc[sub["rater_kind"] == "clinician"]).form
+    try:
+        if form == ONEWAY:
+            boot = bootstrap_machine_minus_clinician_oneway(
+                only_clinicians_and(sub, machine),
+                machine=machine,
+                on_degenerate="drop",
+                **s.boot(),
+            )
+            return _difference_fields(boot, sub, form, s)
         boot = bootstrap_machine_minus_clinicians(
             only_clinicians_and(sub, machine),
             machine=machine,
@@ -256,7 +324,11 @@ def difference_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, A
             **s.boot(),
         )
     except ValueError as exc:  # the data allow no estimate
-        return {"status": "insufficient", "reason": str(exc)}
+        return {"status": "insufficient", "reason": str(exc), "clinician_form": form}
+    return _difference_fields(boot, sub, form, s)
+
+
+def _difference_fields(boot: Any, sub: pd.DataFrame, form: str, s: Settings) -> dict[str, Any]:
     fields = result_fields(boot, s)
     return {
         "estimate": boot.estimate,
@@ -267,4 +339,5 @@ def difference_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, A
         "status": "ok",
         "reason": fields["reason"],
         "design": clinician_design(sub),
+        "clinician_form": form,
     }

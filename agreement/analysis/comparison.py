@@ -66,6 +66,7 @@ DIFFERENCE_COLUMNS = [
     "status",
     "reason",
     "rule_codes",
+    "clinician_form",
 ]
 
 
@@ -130,8 +131,7 @@ def row_cells(
             **where,
             column_kind="clinician",
             column=CLINICIAN_COLUMN,
-            statistic=PAIRWISE_FORM,
-            **clinician_cell(sub, s),
+            **{"statistic": PAIRWISE_FORM, **clinician_cell(sub, s)},
         )
     )
     return out
@@ -164,7 +164,7 @@ def _difference_row(
             "rule_codes": ",".join(c["rule_codes"] for c in ruled_out) or None,
         }
     else:
-        result = difference_cell(sub, rater, s)
+        result = difference_cell(sub, rater, s, clinician_form=c_cell.get("clinician_form"))
     return {
         **dict.fromkeys(DIFFERENCE_COLUMNS),
         "row_group": group,

@@ -9,6 +9,8 @@ from agreement.errors import AgreementError
 from agreement.stats import BOUNDS, MEDHELM_MIN_SHARED_ITEMS, EstimabilityRule
 from agreement.stats.estimability import WIDEST
 from agreement.stats.icc_interval_choice import MIN_ITEMS_CHECKED
+from agreement.stats.medhelm import CLINICIAN_FORMS, ONEWAY, PAIRWISE
+from agreement.stats.medhelm.form_choice import PAIRWISE_MIN_SHARED_ITEMS
 
 ROW_ALL = "All items"
 CLINICIAN_COLUMN = "clinician-clinician"
@@ -31,6 +33,19 @@ RULE_NOT_APPLIED = (
     "included) and it has no sensitivity line. Recompute it to apply the rule."
 )
 RULE_NOT_APPLIED_RECORD = {"applied": False, "text": RULE_NOT_APPLIED}
+#: The clinician-clinician form, as the method states it: the design decides, per cell.
+CLINICIAN_FORM_RULE = (
+    f"decided per cell by the design: {CLINICIAN_FORMS[PAIRWISE]} where every clinician "
+    f"rated every item of the cell or every pair of clinicians shares at least "
+    f"{PAIRWISE_MIN_SHARED_ITEMS} items; otherwise (each item rated by some of the "
+    f"clinicians) the {CLINICIAN_FORMS[ONEWAY]}; each cell records its form "
+    "(clinician_form) and why (form_reason)"
+)
+#: The interval of the one-way clinician form.
+ONEWAY_CI_METHOD = (
+    "F interval of the one-way model (k0 for unequal numbers of ratings per item), mapped to "
+    "2 ratings by Spearman-Brown"
+)
 ALPHA_FORM = (
     "Krippendorff's alpha, interval and ordinal levels (Krippendorff 2011), on the same "
     "z-scored composites as the ICC: machine columns over the ICC's two 'raters' (clinician "
@@ -47,6 +62,7 @@ INTERVAL_BY_STATISTIC = {
     "(every rater's mean removed), so sampling the raters from a population adds no variance "
     "that resampling items leaves out",
     "clinician_clinician": "{ci}; z-scores and every pair's ICC(3,2) recomputed per resample",
+    "clinician_clinician_oneway": ONEWAY_CI_METHOD,
     "alpha": "{ci}, on the ICC's resamples (z-scores, so the rater means do not enter)",
     "difference": "{ci}; both terms on the same resamples",
 }
@@ -58,7 +74,11 @@ INTERVAL_COVERAGE = (
     "nominal level by more than that, so an interval on fewer than {n} items is marked "
     "approximate; where each item is rated by a few of many clinicians (2 of 6 simulated) it "
     "covered less by more than 1.5 points at 200 items too, so an interval on such an "
-    "incomplete design is marked approximate at any number of items (bench/README.md)"
+    "incomplete design is marked approximate at any number of items (bench/README.md); "
+    "there the clinician-clinician cell has the one-way ICC(1,2) with its F interval, which "
+    "covered within 1.5 points with 2 or 3 of 6 clinicians per item from 30 items on but "
+    "fell 9-17 points short with 2 of 29 clinicians per item at 100-200 items (each "
+    "clinician's z-scores from a dozen items), so it keeps the mark too"
 )
 #: What a cell's interval on an incomplete design (each item rated by some of the
 #: clinicians) says of itself.
@@ -73,6 +93,10 @@ APPROXIMATE_NOTE = (
     "interval falls short of its nominal level by more than 1.5 points (Method)"
 )
 APPROXIMATE_BELOW_ITEMS = MIN_ITEMS_CHECKED
+#: Clinician-clinician forms whose interval the simulation (bench/bench_coverage.py) found
+#: within 1.5 points of its nominal level on incomplete designs from APPROXIMATE_BELOW_ITEMS
+#: items on: their cells on such designs are not marked approximate.
+INCOMPLETE_CHECKED_FORMS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +151,7 @@ class Settings:
             "approximate_below_items": APPROXIMATE_BELOW_ITEMS,
             "approximate_note": APPROXIMATE_NOTE.format(n=APPROXIMATE_BELOW_ITEMS),
             "approximate_incomplete_note": INCOMPLETE_DESIGN_NOTE,
+            "incomplete_checked_forms": list(INCOMPLETE_CHECKED_FORMS),
         }
 
     def boot(self) -> dict[str, Any]:

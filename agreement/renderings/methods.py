@@ -57,7 +57,13 @@ def _interval_choice(method: Mapping[str, Any]) -> str:
         return ""
     return (
         f"Intervals: machine vs clinicians, {by.get('machine_vs_clinicians', NOT_RECORDED)}; "
-        f"clinician vs clinician, {by.get('clinician_clinician', NOT_RECORDED)}; "
+        f"clinician vs clinician, {by.get('clinician_clinician', NOT_RECORDED)}"
+        + (
+            f" (the one-way form, {by['clinician_clinician_oneway']})"
+            if by.get("clinician_clinician_oneway")
+            else ""
+        )
+        + "; "
         f"Krippendorff's alpha, {by.get('alpha', NOT_RECORDED)}; differences, "
         f"{by.get('difference', NOT_RECORDED)}. " + _sentence(record.get("coverage", ""))
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agreement.plots.numbers import DASH, finite, fmt
+from agreement.stats.medhelm.form_choice import PAIRWISE
 
 #: Krippendorff's alpha printed beneath each ICC, per level: (stored key, label).
 ALPHA_LEVELS = (("interval", "interval"), ("ordinal", "ordinal"))
@@ -125,7 +126,19 @@ def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | N
     if float(n) < float(below):
         return str(record.get("approximate_note"))
     incomplete = record.get("approximate_incomplete_note")  # not in reports made before it
+    # forms whose interval the simulation found covering on incomplete designs too
+    checked = record.get("incomplete_checked_forms") or ()
+    if c.get("clinician_form") in checked and c.get("column_kind") == "clinician":
+        return None
     return str(incomplete) if incomplete and c.get("design") == "incomplete" else None
+
+
+def form_note(c: Mapping[str, Any]) -> str | None:
+    """The note a clinician-clinician cell gets when the design gave it another form than
+    MedHELM's pair mean (its statistic and why), None otherwise and in older reports."""
+    if c.get("column_kind") != "clinician" or c.get("clinician_form") in (None, PAIRWISE):
+        return None
+    return f"clinician-clinician: {c.get('statistic')}; {c.get('form_reason')}"
 
 
 def _cell(
@@ -141,6 +154,9 @@ def _cell(
         lo, hi = c.get("ci_low"), c.get("ci_high")
         interval = _interval(lo, hi, digits)
         note = approximate_note(c, method or {}) if interval else None
+        form = form_note(c)
+        if form is not None:
+            note = form if note is None else f"{note}; {form}"
         if note is not None and note not in notes:
             notes.append(note)
         return Table2Cell(

@@ -205,7 +205,7 @@ def _method(
         {
             "forms": {
                 "machine_vs_clinicians": analysis.MACHINE_FORM,
-                "clinician_clinician": analysis.PAIRWISE_FORM,
+                "clinician_clinician": analysis.CLINICIAN_FORM_RULE,
                 "difference": analysis.DIFFERENCE_FORM,
                 "alpha": analysis.ALPHA_FORM,
                 "names": FORM_NAMES,

@@ -3,6 +3,8 @@ agreement.stats functions called directly on the same subsets."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,13 +12,17 @@ import pytest
 from agreement import analysis
 from agreement.errors import AgreementError
 from agreement.stats import (
-    bootstrap_clinician_pairwise,
-    bootstrap_machine_minus_clinicians,
     bootstrap_machine_vs_clinicians,
     clinician_pairwise,
     helm_win_rates,
     koo_li_interval_band,
     machine_vs_clinicians,
+)
+from agreement.stats.medhelm import (
+    ONEWAY,
+    bootstrap_machine_minus_clinician_oneway,
+    choose_clinician_form,
+    clinician_oneway,
 )
 
 CRITERIA = ("accuracy", "completeness", "clarity")
@@ -176,13 +182,15 @@ def test_cells_equal_the_stats_functions_on_the_same_subset():
             shown[assert_cell_as_ruled(got, direct, n_shared=n)] += 1
             assert got["ci_method"] == "bootstrap over items, percentile"
         clin = sub.loc[sub["rater_kind"] == "clinician"]
-        direct = bootstrap_clinician_pairwise(
-            clin, method="percentile", on_degenerate="drop", **BOOT
-        )
+        # 2 of 5 clinicians per item: the design gives the one-way form (issue 16)
+        assert choose_clinician_form(clin).form == ONEWAY
+        one = clinician_oneway(clin, on_degenerate="drop")
+        direct = SimpleNamespace(estimate=one.icc, ci_low=one.ci_low, ci_high=one.ci_high)
         got = cell(comp, analysis.CLINICIAN_COLUMN, row=row)
+        assert got["clinician_form"] == ONEWAY
         clinician_shown = assert_cell_as_ruled(got, direct, n_shared=None)
         shown[clinician_shown] += 1
-        d = bootstrap_machine_minus_clinicians(
+        d = bootstrap_machine_minus_clinician_oneway(
             sub, machine="jury", method="percentile", on_degenerate="drop", **BOOT
         )
         got = comp.differences.set_index(["row", "column"]).loc[(row, "jury")]

@@ -6,7 +6,9 @@ and its methods section) on the long score table
      rater (:mod:`.composite`, :mod:`.study_set`); a rater with no SD raises, or with
      ``on_degenerate="drop"`` is left out and listed in ``dropped_raters``;
 4.   machine vs clinicians, ICC(3,2) (:mod:`.machine`);
-5.   clinician vs clinician, mean pairwise ICC(3,2) (:mod:`.pairwise`);
+5.   clinician vs clinician, mean pairwise ICC(3,2) (:mod:`.pairwise`) where the design
+     allows it, else the one-way ICC(1,2) on the same z-scores (:mod:`.oneway`): the rule
+     is :func:`.form_choice.choose_clinician_form`;
      Krippendorff's alpha beside both, on the same z-scores (:mod:`.alpha`);
      item-bootstrap intervals and differences (:mod:`.intervals`).
 
@@ -16,14 +18,17 @@ Step 5 and its intervals take an optional estimability rule
 
 from .alpha import ALPHA_LEVELS, ClinicianAlphaStatistic, MachineAlphaStatistic
 from .composite import DEGENERATE_POLICIES, composite_scores, zscore_within_rater
+from .form_choice import CLINICIAN_FORMS, ONEWAY, PAIRWISE, FormChoice, choose_clinician_form
 from .intervals import (
     bootstrap_clinician_alpha,
     bootstrap_clinician_pairwise,
+    bootstrap_machine_minus_clinician_oneway,
     bootstrap_machine_minus_clinicians,
     bootstrap_machine_vs_clinicians,
     bootstrap_machine_with_alpha,
 )
 from .machine import MachineAgreement, MachineVsClinicianStatistic, machine_vs_clinicians
+from .oneway import ClinicianOneWayStatistic, OneWayClinicianAgreement, clinician_oneway
 from .pairwise import (
     MEDHELM_MIN_SHARED_ITEMS,
     ClinicianPairwiseStatistic,
@@ -33,19 +38,28 @@ from .pairwise import (
 
 __all__ = [
     "ALPHA_LEVELS",
+    "CLINICIAN_FORMS",
     "DEGENERATE_POLICIES",
     "MEDHELM_MIN_SHARED_ITEMS",
+    "ONEWAY",
+    "PAIRWISE",
     "ClinicianAlphaStatistic",
+    "ClinicianOneWayStatistic",
     "ClinicianPairwiseStatistic",
+    "FormChoice",
     "MachineAgreement",
     "MachineAlphaStatistic",
     "MachineVsClinicianStatistic",
+    "OneWayClinicianAgreement",
     "PairwiseAgreement",
     "bootstrap_clinician_alpha",
     "bootstrap_clinician_pairwise",
+    "bootstrap_machine_minus_clinician_oneway",
     "bootstrap_machine_minus_clinicians",
     "bootstrap_machine_vs_clinicians",
     "bootstrap_machine_with_alpha",
+    "choose_clinician_form",
+    "clinician_oneway",
     "clinician_pairwise",
     "composite_scores",
     "machine_vs_clinicians",

@@ -1,0 +1,85 @@
+"""Which clinician-clinician form a cell of Table 2 is computed with: the one rule, decided
+by the design (who rated which item), never by the values.
+
+- MedHELM's mean over clinician pairs of ICC(3,2) (:mod:`.pairwise`) where it applies: every
+  clinician rated every item (a complete design), or every pair of clinicians shares at least
+  :data:`PAIRWISE_MIN_SHARED_ITEMS` items, so each pair's ICC rests on as many items as the
+  simulated coverage was checked from (:data:`~agreement.stats.icc_interval_choice.MIN_ITEMS_CHECKED`).
+- Otherwise (each item rated by some of many clinicians, pairs sharing a few items or none)
+  the one-way form on the same z-scores (:mod:`.oneway`): a pair mean there averages ICCs of a
+  handful of items each and is unstable (planning_sim: 200 items, 2 of 29 clinicians per
+  item, median pair mean -10.8), while the one-way model uses every item rated twice or more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..icc_interval_choice import MIN_ITEMS_CHECKED
+
+PAIRWISE = "medhelm_pairwise"
+ONEWAY = "oneway_z"
+#: The forms by key, as the method text names them.
+CLINICIAN_FORMS: dict[str, str] = {
+    PAIRWISE: "mean over clinician pairs of ICC(3,2) on within-rater z-scored composites (MedHELM)",
+    ONEWAY: "one-way random-effects ICC(1,2) on within-rater z-scored composites (ICC(1) with "
+    "the k0 correction for unequal numbers of ratings per item, Donner 1986, stepped up to 2 "
+    "ratings by Spearman-Brown, comparable with MedHELM's ICC(3,2))",
+}
+#: An incomplete design keeps MedHELM's pair mean when every pair shares this many items.
+PAIRWISE_MIN_SHARED_ITEMS: int = MIN_ITEMS_CHECKED
+COMPLETE, INCOMPLETE = "complete", "incomplete"
+
+
+@dataclass(frozen=True)
+class FormChoice:
+    """The clinician-clinician form of one cell and why."""
+
+    form: str  # a key of CLINICIAN_FORMS
+    design: str  # "complete" or "incomplete"
+    min_shared_items: int  # fewest items any two of the clinicians share
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return CLINICIAN_FORMS[self.form]
+
+
+def rated_matrix(clinician_rows: pd.DataFrame) -> np.ndarray:
+    """(items, clinicians) 0/1 matrix of who rated what, from rows with item and rater."""
+    pairs = clinician_rows.loc[:, ["item", "rater"]].drop_duplicates()
+    items = pd.factorize(pairs["item"], sort=True)[0]
+    raters = pd.factorize(pairs["rater"], sort=True)[0]
+    out = np.zeros((items.max() + 1 if len(items) else 0, raters.max() + 1 if len(raters) else 0))
+    out[items, raters] = 1.0
+    return out
+
+
+def choose_clinician_form(clinician_rows: pd.DataFrame) -> FormChoice:
+    """The form for the clinicians' rows (columns item, rater) of one cell (see module)."""
+    rated = rated_matrix(clinician_rows)
+    n_raters = rated.shape[1]
+    if n_raters < 2:
+        return FormChoice(PAIRWISE, COMPLETE, 0, "fewer than 2 clinicians")
+    complete = bool((rated.sum(axis=1) == n_raters).all())
+    shared = rated.T @ rated
+    least = int(shared[np.triu_indices(n_raters, 1)].min())
+    if complete:
+        return FormChoice(PAIRWISE, COMPLETE, least, "every clinician rated every item")
+    if least >= PAIRWISE_MIN_SHARED_ITEMS:
+        return FormChoice(
+            PAIRWISE,
+            INCOMPLETE,
+            least,
+            f"every pair of clinicians shares at least {PAIRWISE_MIN_SHARED_ITEMS} items ({least})",
+        )
+    return FormChoice(
+        ONEWAY,
+        INCOMPLETE,
+        least,
+        f"each item rated by some of the {n_raters} clinicians and some pairs share fewer "
+        f"than {PAIRWISE_MIN_SHARED_ITEMS} items ({least}): the one-way form",
+    )

@@ -1,0 +1,90 @@
+"""Table 2's clinician-clinician cell and the differences take the form the design decides
+(agreement.stats.medhelm.form_choice): a complete design keeps MedHELM's pair mean and its
+numbers exactly; an incomplete design gets the one-way ICC(1,2) and says so in the cell, the
+method and the table's notes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agreement.analysis.cells import clinician_cell, difference_cell
+from agreement.analysis.settings import Settings
+from agreement.renderings.table2 import form_note, table2
+from agreement.stats import bootstrap_clinician_pairwise, clinician_pairwise
+from agreement.stats.medhelm import (
+    ONEWAY,
+    PAIRWISE,
+    bootstrap_machine_minus_clinician_oneway,
+    clinician_oneway,
+    machine_vs_clinicians,
+)
+from agreement.stats.simulation import MACHINE, Design, score_table, simulate_matrix
+
+SETTINGS = Settings(n_resamples=200, seed=3)
+
+
+def _scores(design: Design, seed: int):
+    x, machine = simulate_matrix(np.random.default_rng(seed), design)
+    return score_table(x, machine)
+
+
+def test_complete_design_keeps_medhelm_pair_mean_exactly() -> None:
+    scores = _scores(Design(60, 3, 3), seed=11)
+    got = clinician_cell(scores, SETTINGS)
+    clin = scores.loc[scores["rater_kind"] == "clinician"]
+    kw = {"min_shared_items": 2, "on_degenerate": "drop", "rule": SETTINGS.rule}
+    boot = bootstrap_clinician_pairwise(clin, **kw, **SETTINGS.boot())
+    assert got["clinician_form"] == PAIRWISE
+    assert got["design"] == "complete"
+    assert got["estimate"] == clinician_pairwise(clin, **kw).mean_icc
+    assert (got["ci_low"], got["ci_high"]) == (boot.ci_low, boot.ci_high)
+    assert "MedHELM" in got["statistic"]
+
+
+def test_incomplete_design_gets_the_one_way_form_and_says_so() -> None:
+    scores = _scores(Design(200, 29, 2), seed=12)
+    got = clinician_cell(scores, SETTINGS)
+    clin = scores.loc[scores["rater_kind"] == "clinician"]
+    ref = clinician_oneway(clin, on_degenerate="drop")
+    assert got["clinician_form"] == ONEWAY
+    assert got["design"] == "incomplete"
+    assert got["status"] == "ok"
+    assert got["estimate"] == pytest.approx(ref.icc, abs=1e-12)
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high))
+    assert "one-way" in got["statistic"] and "one-way" in got["form_reason"]
+    assert got.get("n_pairs") is None  # no pairs averaged
+    assert got["alpha_interval"] is not None  # alpha beside it, as in every cell
+
+
+def test_difference_on_incomplete_design_uses_the_one_way_term() -> None:
+    scores = _scores(Design(150, 6, 2), seed=13)
+    got = difference_cell(scores, MACHINE, SETTINGS, clinician_form=ONEWAY)
+    clin = scores.loc[scores["rater_kind"] == "clinician"]
+    machine = machine_vs_clinicians(scores, machine=MACHINE, on_degenerate="drop").icc
+    assert got["clinician_form"] == ONEWAY
+    assert got["estimate"] == pytest.approx(machine - clinician_oneway(clin).icc, abs=1e-12)
+    boot = bootstrap_machine_minus_clinician_oneway(
+        scores, machine=MACHINE, on_degenerate="drop", **SETTINGS.boot()
+    )
+    assert (got["ci_low"], got["ci_high"]) == (boot.ci_low, boot.ci_high)
+
+
+def test_table_notes_the_one_way_form_with_its_reason() -> None:
+    scores = _scores(Design(200, 29, 2), seed=14)
+    c = {
+        **clinician_cell(scores, SETTINGS),
+        "section": "overall",
+        "row_group": "all",
+        "row": "All items",
+        "column": "clinician-clinician",
+        "column_kind": "clinician",
+    }
+    note = form_note(c)
+    assert note is not None and "one-way" in note and c["form_reason"] in note
+    assert form_note({**c, "clinician_form": PAIRWISE}) is None
+    method = {"intervals": SETTINGS.interval_record()}
+    table = table2(
+        {"columns": [{"column": c["column"], "column_kind": "clinician"}], "cells": [c]}, method
+    )
+    assert any(note in n for n in table.notes)
