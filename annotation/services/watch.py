@@ -26,9 +26,10 @@ logger = logging.getLogger(__name__)
 STALE_REQUEST = timedelta(minutes=10)
 
 
-def request_watch_refresh(*, study_id: int) -> bool:
-    """Queue one refresh of the study's watch unless one is already queued (the debounce).
-    True when this call queued it.
+def request_watch_refresh(*, study_id: int, force: bool = False) -> bool:
+    """Queue one refresh of the study's watch unless one is already queued (the debounce;
+    ``force``, the coordinator's button: queue one anyway, e.g. after a lost worker or an
+    unreachable broker). True when this call queued it.
 
     Called after a rating's transaction commits (watch_after_commit), outside it: the study's
     one watch row is then locked for a single UPDATE, not for the length of every rating's
@@ -36,11 +37,8 @@ def request_watch_refresh(*, study_id: int) -> bool:
     refresh, two in a burst (already queued), an INSERT the first time.
     """
     now = timezone.now()
-    claimed = (
-        AgreementWatch.objects.filter(study_id=study_id)
-        .filter(Q(requested_at__isnull=True) | Q(requested_at__lt=now - STALE_REQUEST))
-        .update(requested_at=now)
-    )
+    free = Q() if force else Q(requested_at__isnull=True) | Q(requested_at__lt=now - STALE_REQUEST)
+    claimed = AgreementWatch.objects.filter(free, study_id=study_id).update(requested_at=now)
     if not claimed:
         _, claimed = AgreementWatch.objects.get_or_create(
             study_id=study_id, defaults={"requested_at": now}

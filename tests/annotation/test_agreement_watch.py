@@ -183,3 +183,36 @@ def test_the_request_after_a_rating_commits_costs_one_query_or_two_in_a_burst(se
         assert not services.request_watch_refresh(study_id=study_id)
     assert (len(claim), len(burst)) == (1, 2)
     assert len(sent) == 2
+
+
+def test_the_coordinator_can_recompute_now_even_while_one_is_queued(
+    setup, sent, client, django_capture_on_commit_callbacks
+):
+    study = setup.study
+    with django_capture_on_commit_callbacks(execute=True):
+        _submit(Assignment.objects.filter(study=study).first())
+    assert len(sent) == 1  # queued; say its worker was lost
+    client.login(username=setup.coordinator.username, password=TEST_PASSWORD)
+    response = client.post(reverse("annotation:watch-refresh", args=[study.pk]), follow=True)
+    assert len(sent) == 2
+    assert "being recomputed by a worker" in response.text
+
+
+def test_recompute_now_says_when_the_broker_is_unreachable(setup, client, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise ConnectionRefusedError("broker down")
+
+    monkeypatch.setattr(current_app, "send_task", refuse)
+    client.login(username=setup.coordinator.username, password=TEST_PASSWORD)
+    url = reverse("annotation:watch-refresh", args=[setup.study.pk])
+    page = client.post(url, follow=True).text
+    assert "could not be recomputed: the refresh could not be sent to a worker" in page
+
+
+@pytest.mark.parametrize("who", ["researcher", "clinician", "outsider"])
+def test_only_the_coordinator_can_recompute(setup, sent, client, who):
+    user = setup.clinicians[0] if who == "clinician" else getattr(setup, who)
+    client.login(username=user.username, password=TEST_PASSWORD)
+    response = client.post(reverse("annotation:watch-refresh", args=[setup.study.pk]))
+    assert response.status_code in (403, 404)
+    assert sent == []
