@@ -9,6 +9,7 @@ from django.db import InterfaceError, OperationalError
 
 from agreement.services.jobs import COMPUTE_REPORT_TASK, run_report_job
 from agreement.services.planning import SIMULATE_DESIGN_TASK, run_simulation
+from agreement.services.watch import REFRESH_WATCH_TASK, refresh_watch
 from agreement.stats.planning_sim import DesignSpec
 
 
@@ -34,3 +35,10 @@ def simulate_design_task(self, study_id: int, spec: dict[str, Any]) -> dict[str,
         )
 
     return run_simulation(DesignSpec(**spec), study_id=study_id, progress=progress)
+
+
+@shared_task(name=REFRESH_WATCH_TASK, acks_late=True)
+def refresh_watch_task(study_id: int) -> dict[str, object]:
+    """Refresh a study's agreement watch (agreement.services.watch): sent by the rating
+    service, debounced. Safe to run twice: it recomputes from the ratings as they are."""
+    return refresh_watch(study_id=study_id)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotation.views import audit_log, coordinator, home, rating, sampling
+from annotation.views import audit_log, coordinator, home, rating, sampling, watch
 
 app_name = "annotation"
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("<int:study_id>/sample/", sampling.sample_page, name="sample"),
     path("<int:study_id>/assign/", coordinator.assign, name="assign"),
     path("<int:study_id>/lock/", coordinator.lock, name="lock"),
+    path("<int:study_id>/watch/refresh/", watch.refresh_watch, name="watch-refresh"),
     path("<int:study_id>/import/ratings/", coordinator.import_ratings, name="import-ratings"),
     path(
         "<int:study_id>/export/ratings-long.csv",

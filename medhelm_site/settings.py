@@ -320,6 +320,10 @@ AGREEMENT_REPORTS_IN_BACKGROUND = env_bool("AGREEMENT_REPORTS_IN_BACKGROUND", Tr
 # Celery tasks run with the ImportJob id after an item import succeeds (each decides whether
 # the job concerns it); set to an empty string to run none.
 MEDHELM_AFTER_IMPORT_TASKS = env_list("MEDHELM_AFTER_IMPORT_TASKS", "jury.import_helm_verdicts")
+# The task, run by name, that refreshes a study's agreement watch when ratings arrive, and
+# the seconds it waits first so that a burst of submissions makes one refresh (the debounce).
+MEDHELM_WATCH_TASK = os.environ.get("MEDHELM_WATCH_TASK", "agreement.refresh_watch")
+MEDHELM_WATCH_DEBOUNCE_SECONDS = float(os.environ.get("MEDHELM_WATCH_DEBOUNCE_SECONDS", "10"))
 # Management commands that load the demo, in order (`manage.py rundemo`).
 MEDHELM_DEMO_LOADERS = ["load_demo", "load_demo_jury", "load_demo_delphi"]
 

@@ -7,10 +7,18 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.db.models import Count, F, Q
 
-from annotation.models import Assignment, Rating, RatingStudy, StudyMembership
+from annotation.models import (
+    AgreementWatch,
+    Assignment,
+    Rating,
+    RatingStudy,
+    StudyMembership,
+)
 from annotation.selectors.sampling import items_to_rate
 
 
@@ -164,3 +172,44 @@ def flagged_items(*, study: RatingStudy) -> list[FlaggedItem]:
         )
         for a in flagged
     ]
+
+
+@dataclass(frozen=True)
+class WatchSnapshot:
+    """The last stored agreement snapshot (agreement.stats.watch.watch_summary) and its state;
+    read only: the dashboard never computes it."""
+
+    summary: dict[str, Any] | None
+    computed_at: datetime | None
+    submissions_seen: int
+    updating: bool  # a refresh is queued or running
+    error: str
+    error_at: datetime | None
+
+    @property
+    def rater_names(self) -> list[str]:
+        return [r["rater"] for r in (self.summary or {}).get("raters", [])]
+
+    @property
+    def drift_rows(self) -> list[dict[str, Any]]:
+        """Each batch with its clinicians' leniencies in the order of rater_names."""
+        names = self.rater_names
+        return [
+            {**b, "by_rater": [b["leniency"].get(n) for n in names]}
+            for b in (self.summary or {}).get("drift", [])
+        ]
+
+
+def agreement_watch(*, study: RatingStudy) -> WatchSnapshot:
+    """One read of the study's agreement watch (empty before the first rating arrives)."""
+    row = AgreementWatch.objects.filter(study=study).first()
+    if row is None:
+        return WatchSnapshot(None, None, 0, False, "", None)
+    return WatchSnapshot(
+        summary=row.summary,
+        computed_at=row.computed_at,
+        submissions_seen=row.submissions_seen,
+        updating=row.requested_at is not None,
+        error=row.error,
+        error_at=row.error_at,
+    )

@@ -33,6 +33,12 @@ from annotation.services.studies import (
     update_study,
     validate_criteria,
 )
+from annotation.services.watch import (
+    record_watch_failure,
+    record_watch_snapshot,
+    request_watch_refresh,
+    start_watch_refresh,
+)
 
 __all__ = [
     "CRITERION_FIELDS",
@@ -55,10 +61,14 @@ __all__ = [
     "import_ratings",
     "new_seed",
     "plan_draw",
+    "record_watch_failure",
+    "record_watch_snapshot",
     "remove_member",
+    "request_watch_refresh",
     "resolve_flag",
     "save_draft",
     "set_study_lock",
+    "start_watch_refresh",
     "submit_answers",
     "submit_assignment",
     "update_study",

@@ -19,6 +19,7 @@ from annotation.errors import AnnotationError, AnswersError
 from annotation.models import Assignment, AuditEvent, Rating, RatingStudy, RubricCriterion
 from annotation.selectors.hot_path import StoredAnswer, locked_assignment, rubric_answers
 from annotation.services.insert import insert_rows
+from annotation.services.watch import watch_after_commit
 from medhelm_site.common.text_limits import checked_column_text, column_max_length, text_problem
 
 
@@ -325,6 +326,8 @@ def submit_answers(
             "updated_at",
         ]
     )
+    # Agreement so far is refreshed in the background once this commits (debounced).
+    watch_after_commit(study_id=study.pk)
     return Submitted(assignment=assignment, answers=held)
 
 

@@ -66,6 +66,7 @@ READS = [
 WRITES = [
     ("post", "/studies/{study}/lock/", {"locked": "0"},                             (302, 403, 403, 404, 404, 302)),
     ("post", "/studies/{study}/assign/", {},                                        (302, 403, 403, 404, 404, 302)),
+    ("post", "/studies/{study}/watch/refresh/", {},                                 (302, 403, 403, 404, 404, 302)),
     ("post", "/studies/{study}/members/", {"action": "add", "username": "x", "role": "clinician"},
                                                                                     (200, 403, 403, 404, 404, 302)),
     ("post", "/studies/{study}/rate/{assignment}/", {"c-accuracy": "3", "c-completeness": "3", "c-clarity": "3"},

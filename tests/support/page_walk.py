@@ -49,6 +49,7 @@ LEFT_OUT = {
     "account-token-revoke": "POST only (a form on the API tokens page)",
     "annotation:assign": "POST only (an action on the dashboard)",
     "annotation:lock": "POST only (an action on the dashboard)",
+    "annotation:watch-refresh": "POST only (an action on the dashboard)",
     "annotation:export": "a file download (CSV/JSON), not a page",
     "annotation:export-ratings-long": "a CSV download, not a page",
     "annotation:audit-export": "a CSV download (the audit log's rows), not a page",
