@@ -82,3 +82,4 @@ urlpatterns = [
 
 # A BadParameter (medhelm_site.common.querying) a page lets through answers 400 with its message.
 handler400 = "medhelm_site.domain_errors.bad_request_page"
+handler500 = "medhelm_site.database_outage.server_error_page"

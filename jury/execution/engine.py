@@ -344,24 +344,40 @@ class Engine:
             try:
                 reply = await provider.complete(job.request)
             except Exception as exc:  # a client's bug too: it must not leave the call pending
-                await self._release(slots)
-                after = await self.breakers.record(
-                    call.endpoint,
-                    holder=call.holder,
-                    signal=breakers.signal_of(exc),
-                    error=str(exc),
-                )
+                after = await self._after_request(call, slots, breakers.signal_of(exc), str(exc))
                 delay = call.failed(exc, clock, after)
                 if delay is None:
                     return call.ended()
                 await asyncio.sleep(delay)
                 continue
             call.log.append(clock.replied(reply))
-            await self._release(slots)
-            await self.breakers.record(
-                call.endpoint, holder=call.holder, signal=breakers.Signal.UP, error=""
-            )
+            await self._after_request(call, slots, breakers.Signal.UP, "")
             return call.answered(reply)
+
+    async def _after_request(
+        self, call: CallAttempts, slots: list[tuple[Gate, _Token]], signal: Any, error: str
+    ) -> breakers.BreakerState:
+        """Give the slots back and tell the breaker how the request went. The request is
+        made (and paid for): a limiter or breaker store that cannot be reached right now (its
+        Redis restarting) must not throw its answer away, or the sweep would ask, and pay,
+        again. A token not given back returns to the pool once this process's owner key
+        lapses or the store lost its data; a breaker that missed one signal sees the next."""
+        for gate, token in reversed(slots):
+            try:
+                await gate.release(token)
+            except Exception:
+                log.warning(
+                    "jury limiter: giving back a slot of %s failed", gate.judge_id, exc_info=True
+                )
+        try:
+            return await self.breakers.record(
+                call.endpoint, holder=call.holder, signal=signal, error=error
+            )
+        except Exception:
+            log.warning(
+                "jury breaker: recording %s for %s failed", signal, call.endpoint, exc_info=True
+            )
+            return breakers.BreakerState()
 
     async def _wait_for_provider(
         self, call: CallAttempts, job: Job, state: ChunkState
