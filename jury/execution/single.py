@@ -153,9 +153,7 @@ class _Attempts:
                     return self.left(JudgeCall.Status.PENDING)
                 continue
             self.tries.log.append(clock.replied(reply))
-            self.board.record(
-                self.endpoint, holder=self.tries.holder, signal=breakers.Signal.UP, error=""
-            )
+            self.record_answered()
             return self.store_reply(self.tries.answered(reply))
         return self.finish(self.save(self.tries.ended()))
 
@@ -222,6 +220,19 @@ class _Attempts:
         if self.tries.log:
             self.save(self.tries.left_pending())
         return status
+
+    def record_answered(self) -> None:
+        """Tell the breaker the provider answered. The reply is paid for: a breaker store that
+        cannot be reached right now (its Redis restarting) must not throw it away, or the
+        sweep would ask, and pay, again; a breaker that missed one signal sees the next."""
+        try:
+            self.board.record(
+                self.endpoint, holder=self.tries.holder, signal=breakers.Signal.UP, error=""
+            )
+        except Exception:
+            log.warning(
+                "jury breaker: recording an answer for %s failed", self.endpoint, exc_info=True
+            )
 
     def failed(self, exc: Exception, clock: AttemptClock) -> float | None:
         """Note a failed attempt; returns the backoff before the next one, or None when no

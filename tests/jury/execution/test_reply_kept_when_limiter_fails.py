@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from jury import execution, services
-from jury.breakers.boards import AsyncBoard
+from jury.breakers.boards import AsyncBoard, Board
 from jury.execution.engine import Gate
 from tests.jury.factories import call_ids, make_judge
 from tests.support.attempts import assert_rows_are_the_requests
@@ -31,4 +31,19 @@ def test_a_reply_is_kept_when_giving_back_the_slot_and_recording_fail(
 
     assert execution.execute_calls(call_ids=call_ids(run)) == {"pending": 0, "ok": n}
     assert fake_provider.total_requests == n
+    assert_rows_are_the_requests(run, fake_provider)
+
+
+def test_the_per_call_path_keeps_a_reply_when_recording_it_fails(study, fake_provider, monkeypatch):
+    judge = make_judge(fake_provider)
+    run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
+
+    def unreachable(*_args, **_kwargs):
+        raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1. Refused.")
+
+    monkeypatch.setattr(Board, "record", unreachable)
+    ids = call_ids(run)
+
+    assert [execution.execute_call(call_id=i) for i in ids] == ["ok"] * len(ids)
+    assert fake_provider.total_requests == len(ids)
     assert_rows_are_the_requests(run, fake_provider)
