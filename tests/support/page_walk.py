@@ -46,6 +46,10 @@ LEFT_OUT = {
     "healthz": "a JSON liveness probe, not a page (tests/site/test_health.py)",
     "readyz": "a JSON readiness probe, not a page (tests/site/test_health.py)",
     "logout": "POST only; ends on the login page, which is visited",
+    "sso-start": "redirects to the OpenID provider (404 while SSO is off); the sign-in flow "
+    "is walked in Chromium by tests/e2e/test_sso.py",
+    "sso-callback": "the OpenID provider's redirect back (404 while SSO is off); walked by "
+    "tests/e2e/test_sso.py, ending on the login page or home",
     "account-token-revoke": "POST only (a form on the API tokens page)",
     "annotation:assign": "POST only (an action on the dashboard)",
     "annotation:lock": "POST only (an action on the dashboard)",
