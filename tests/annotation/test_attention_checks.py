@@ -15,9 +15,9 @@ from agreement.selectors import score_data
 from agreement.services.watch import watch_ratings
 from annotation import services
 from annotation.errors import AnnotationError
-from annotation.models import Assignment, AttentionCheck, AuditEvent, RubricCriterion
+from annotation.models import Assignment, AttentionCheck, AuditEvent, Item, RubricCriterion
 from annotation.selectors import check_results
-from tests.factories import FULL_ANSWERS
+from tests.factories import FULL_ANSWERS, make_study_with_members
 
 pytestmark = pytest.mark.django_db
 
@@ -189,3 +189,17 @@ def test_a_clinician_reaches_neither_the_checks_page_nor_the_export(client, chec
     client.force_login(setup.clinicians[0])
     for name in ("annotation:checks", "annotation:export-checks"):
         assert client.get(reverse(name, args=[setup.study.pk])).status_code in (403, 404)
+
+
+def test_hostile_text_is_quoted_in_the_export(client):
+    hostile = '=HYPERLINK("http://evil.example/","x")'
+    built = make_study_with_members(n_items=1, n_clinicians=2, k=2)
+    Item.objects.filter(study=built.study).update(external_id=hostile, model_name="+SUM(1)")
+    item = built.study.items.get()
+    _mark(built, item.pk)
+    client.force_login(built.coordinator)
+    response = client.get(reverse("annotation:export-checks", args=[built.study.pk]))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 2
+    assert {r["external_id"] for r in rows} == {"'" + hostile}
+    assert {r["model"] for r in rows} == {"'+SUM(1)"}
