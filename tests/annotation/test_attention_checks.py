@@ -203,3 +203,16 @@ def test_hostile_text_is_quoted_in_the_export(client):
     assert len(rows) == 2
     assert {r["external_id"] for r in rows} == {"'" + hostile}
     assert {r["model"] for r in rows} == {"'+SUM(1)"}
+
+
+def test_the_item_page_links_to_planting_and_shows_a_check(client, setup):
+    item = setup.study.items.first()
+    client.force_login(setup.coordinator)
+    url = reverse("annotation:item", args=[setup.study.pk, item.pk])
+    page = client.get(url).content.decode()
+    assert f"/checks/?item={item.pk}" in page and "An ordinary item" in page
+    form = client.get(reverse("annotation:checks", args=[setup.study.pk]), {"item": item.pk})
+    assert f'value="{item.pk}"' in form.content.decode()
+    _mark(setup, item.pk)
+    page = client.get(url).content.decode()
+    assert "This item is an attention check" in page and "accuracy 4\N{EN DASH}5" in page
