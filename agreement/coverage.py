@@ -86,6 +86,7 @@ def coverage_of(
     min_rater_items: int,
     flagged: Counter[str] | None = None,
     exclude_flagged: bool = False,
+    attention_checks_excluded: int = 0,
 ) -> dict[str, Any]:
     """The coverage section of a report, from the score table and what it left out."""
     rated = set(table.loc[table["rater_kind"] == "clinician", "item"].unique())
@@ -105,4 +106,6 @@ def coverage_of(
         "flagged_verdicts_excluded": exclude_flagged,
         "rated_items_without_jury": len(rated - jury_items),
         "judge_calls": _judge_calls(calls),
+        # planted items with an obvious answer, left out of the table and of `n_items`
+        "attention_checks_excluded": attention_checks_excluded,
     }

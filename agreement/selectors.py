@@ -105,21 +105,26 @@ def _unique_labels(labels: dict[str, set[str]]) -> dict[tuple[str, str], str]:
     }
 
 
-def _items_frame(study: RatingStudy) -> pd.DataFrame:
-    """Every item of the study with its model, benchmark and category. Two queries."""
+def _items_frame(study: RatingStudy) -> tuple[pd.DataFrame, set[int]]:
+    """Every item of the study with its model, benchmark and category, but the attention
+    checks (planted items with an obvious answer: no part of the agreement statistics),
+    whose ids come second. Two queries."""
     categories = _categories(study)
     item_rows = (
         Item.objects.filter(study=study)
         .order_by("pk")
-        .values_list("pk", "external_id", "model_name", "benchmark", "taxonomy_node_id")
+        .values_list(
+            "pk", "external_id", "model_name", "benchmark", "taxonomy_node_id", "attention_check"
+        )
     )
-    return pd.DataFrame(
-        [
-            (pk, ext, model, bench or NO_BENCHMARK, categories.get(node, NO_CATEGORY))
-            for pk, ext, model, bench, node in item_rows
-        ],
-        columns=["item", "external_id", "model", "benchmark", "category"],
-    )
+    rows, checks = [], set()
+    for pk, ext, model, bench, node, check in item_rows:
+        if check is not None:
+            checks.add(pk)
+        else:
+            rows.append((pk, ext, model, bench or NO_BENCHMARK, categories.get(node, NO_CATEGORY)))
+    frame = pd.DataFrame(rows, columns=["item", "external_id", "model", "benchmark", "category"])
+    return frame, checks
 
 
 @dataclass
@@ -129,10 +134,12 @@ class _ClinicianScores:
     missing: int
 
 
-def _clinician_scores(study: RatingStudy, *, first: bool) -> _ClinicianScores:
+def _clinician_scores(
+    study: RatingStudy, *, first: bool, leave_out: set[int] = frozenset()
+) -> _ClinicianScores:
     """Submitted ratings by pseudonym (never a name): as first submitted or as they stand,
     and imported ratings. Cannot-assess answers and missing values are counted, not rows.
-    Three queries."""
+    Items in `leave_out` (attention checks) give neither. Three queries."""
     pseudonyms = dict(
         StudyMembership.objects.filter(
             study=study, role=StudyMembership.Role.CLINICIAN
@@ -151,6 +158,8 @@ def _clinician_scores(study: RatingStudy, *, first: bool) -> _ClinicianScores:
     )
     out = _ClinicianScores(rows=[], cannot_assess=Counter(), missing=0)
     for item_id, key, user_id, value, ca, first_value, first_ca in ratings:
+        if item_id in leave_out:
+            continue
         rater = pseudonyms.get(user_id) or f"clinician-{user_id}"  # no pseudonym: never a name
         v, unable = (first_value, bool(first_ca)) if first else (value, ca)
         if unable:
@@ -163,7 +172,11 @@ def _clinician_scores(study: RatingStudy, *, first: bool) -> _ClinicianScores:
     imported = ImportedRating.objects.filter(study=study).values_list(
         "item_id", "criterion__key", "rater__pseudonym", "value"
     )
-    out.rows += [(item_id, key, rater, float(v)) for item_id, key, rater, v in imported]
+    out.rows += [
+        (item_id, key, rater, float(v))
+        for item_id, key, rater, v in imported
+        if item_id not in leave_out
+    ]
     return out
 
 
@@ -293,13 +306,16 @@ def score_data(
     """
     if values not in ("latest", "first"):
         raise AgreementError(f"values must be 'latest' or 'first', got {values!r}", field="values")
-    items = _items_frame(study)
+    items, checks = _items_frame(study)
     criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
-    clinicians = _clinician_scores(study, first=values == "first")
+    clinicians = _clinician_scores(study, first=values == "first", leave_out=checks)
     judges = _judge_scores(study, exclude_flagged=exclude_flagged)
     metrics = _metric_scores(study)
     labels = _labels(clinicians, judges, metrics)
     table = _long_table(items, clinicians, judges, metrics, labels)
+    # Judge and metric scores of attention checks go too: the checks are no part of any
+    # statistic (the method section says how many there were).
+    table = table.loc[~table["item"].isin(checks)].reset_index(drop=True)
     calls = _calls_frame(study, items)
     coverage = coverage_of(
         table=table,
@@ -311,6 +327,7 @@ def score_data(
         min_rater_items=min_rater_items,
         flagged=judges.flagged,
         exclude_flagged=exclude_flagged,
+        attention_checks_excluded=len(checks),
     )
     weights = {
         labels[("judge", name)]: w

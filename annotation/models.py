@@ -456,3 +456,8 @@ class AgreementWatch(models.Model):
 
     def __str__(self) -> str:
         return f"agreement watch of study {self.study_id}"
+
+
+# Kept in its own module (annotation.models would pass ~400 lines); imported here so Django
+# and `from annotation.models import ...` find it.
+from annotation.checks_models import AttentionCheck  # noqa: E402, F401

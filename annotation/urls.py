@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotation.views import audit_log, coordinator, home, rating, sampling, watch
+from annotation.views import attention_checks, audit_log, coordinator, home, rating, sampling, watch
 
 app_name = "annotation"
 
@@ -13,6 +13,12 @@ urlpatterns = [
     path("<int:study_id>/items/<int:item_id>/", coordinator.item_page, name="item"),
     path("<int:study_id>/members/", coordinator.members, name="members"),
     path("<int:study_id>/import/", coordinator.import_items, name="import"),
+    path("<int:study_id>/checks/", attention_checks.checks_page, name="checks"),
+    path(
+        "<int:study_id>/export/attention-checks.csv",
+        attention_checks.export_checks,
+        name="export-checks",
+    ),
     path("<int:study_id>/sample/", sampling.sample_page, name="sample"),
     path("<int:study_id>/assign/", coordinator.assign, name="assign"),
     path("<int:study_id>/lock/", coordinator.lock, name="lock"),

@@ -133,6 +133,20 @@ def _sample(method: Mapping[str, Any]) -> str:
     )
 
 
+def _attention_checks(method: Mapping[str, Any]) -> str:
+    """How many planted attention-check items were left out (absent from reports computed
+    before checks existed)."""
+    n = method.get("attention_checks_excluded")
+    if not isinstance(n, int) or isinstance(n, bool):
+        return ""
+    if n == 0:
+        return "No attention-check items were planted."
+    return (
+        f"{_count(n, 'attention-check item')} (planted, with an obvious answer, to check "
+        f"raters' attention) {'was' if n == 1 else 'were'} excluded from every statistic."
+    )
+
+
 def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
     """One paragraph stating how the report's numbers were computed, from ``method`` (a
     snapshot's stored method record, as stated by services.stated_method)."""
@@ -157,6 +171,7 @@ def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
         f"{method.get('flagged_verdicts', NOT_RECORDED)}.",
         _counts(method),
         _sample(method),
+        _attention_checks(method),
         f"Computed with medhelm-studio ({_versions(method)}; the ICC forms are checked against "
         f"pingouin's intraclass_corr) on a score table whose SHA-256 hash is {input_hash}.",
     ]

@@ -229,6 +229,7 @@ def _method(
                 "rated_by_clinicians": data.coverage["n_items_rated"],
                 "in_score_table": int(table["item"].nunique()),
             },
+            "attention_checks_excluded": data.coverage.get("attention_checks_excluded", 0),
             "n_raters": {k: int(kinds.get(k, 0)) for k in ("clinician", "judge", "jury", "metric")},
             # the draw in force: which items clinicians were dealt (None: all of them)
             "sample": annotation_selectors.sample_record(study=study),

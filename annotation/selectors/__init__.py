@@ -16,6 +16,13 @@ from annotation.selectors.audit import (
     audit_rows,
     audit_scope,
 )
+from annotation.selectors.checks import (
+    CHECK_EXPORT_COLUMNS,
+    attention_check_item_ids,
+    attention_checks,
+    check_export_rows,
+    check_results,
+)
 from annotation.selectors.dashboard import (
     ClinicianProgress,
     FlaggedItem,
@@ -88,6 +95,7 @@ from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
 __all__ = [
     "AUDIT_COLUMNS",
     "CASE_KEYS",
+    "CHECK_EXPORT_COLUMNS",
     "EXPORT_COLUMNS",
     "LONG_RATING_COLUMNS",
     "AuditFilters",
@@ -111,6 +119,8 @@ __all__ = [
     "account_by_username",
     "account_named",
     "agreement_watch",
+    "attention_check_item_ids",
+    "attention_checks",
     "audit_actions",
     "audit_actors",
     "audit_csv_rows",
@@ -118,6 +128,8 @@ __all__ = [
     "audit_rows",
     "audit_scope",
     "case_copy",
+    "check_export_rows",
+    "check_results",
     "clinician_progress",
     "clinician_queue",
     "current_draw",

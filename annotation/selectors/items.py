@@ -49,7 +49,11 @@ class ItemReview:
 
 
 def study_item(*, study: RatingStudy, item_id: int) -> Item | None:
-    return Item.objects.filter(study=study, pk=item_id).select_related("taxonomy_node").first()
+    return (
+        Item.objects.filter(study=study, pk=item_id)
+        .select_related("taxonomy_node", "attention_check")
+        .first()
+    )
 
 
 def _names(study: RatingStudy) -> tuple[dict[int, str], dict[int, str]]:

@@ -6,6 +6,7 @@ for each user-facing change. Callers use `from annotation import services; servi
 """
 
 from annotation.services.assignment import assign_items
+from annotation.services.checks import mark_attention_check, unmark_attention_check
 from annotation.services.flags import resolve_flag
 from annotation.services.items import ItemRow, ItemsCreated, create_items
 from annotation.services.membership import PSEUDONYM_PREFIX, add_member, remove_member
@@ -59,6 +60,7 @@ __all__ = [
     "file_digest",
     "flag_assignment",
     "import_ratings",
+    "mark_attention_check",
     "new_seed",
     "plan_draw",
     "record_watch_failure",
@@ -71,6 +73,7 @@ __all__ = [
     "start_watch_refresh",
     "submit_answers",
     "submit_assignment",
+    "unmark_attention_check",
     "update_study",
     "validate_criteria",
 ]

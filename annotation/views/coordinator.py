@@ -129,6 +129,7 @@ def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
             "short_total": short_total,
             "short_items": short_items,
             "flagged": selectors.flagged_items(study=study),
+            "check_results": selectors.check_results(study=study),
             # The last stored snapshot only: it is computed by a worker, never here.
             "watch": selectors.agreement_watch(study=study),
             "import_jobs": study.import_jobs.all()[:10] if is_coordinator else [],

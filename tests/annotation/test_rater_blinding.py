@@ -10,7 +10,10 @@ the rating page does, and checks that
 1. no item or assignment id, model name, benchmark, external id or file name is in any of
    it, and
 2. nothing that differs from one assignment to the next (its address, its place in the
-   queue, a timestamp, any other field) sorts the outputs by model better than chance.
+   queue, a timestamp, any other field) sorts the outputs by model better than chance, and
+3. nothing tells a planted attention check (issue 19) from an ordinary item: no word of it
+   (its name, the coordinator's note) in any response, and nothing that varies between
+   assignments sorts the checks from the others better than chance.
 
 Which model wrote a page's output is looked up by that output's text, which is unique.
 """
@@ -38,6 +41,10 @@ from tests.support.ids import start_ids_at
 MODELS = ("alphaquill-med-70b", "betazorn-clin-8b")
 BENCHMARK = {MODELS[0]: "blindbench-north", MODELS[1]: "blindbench-south"}
 FILE_NAME = {model: f"helm-run-{model}.jsonl" for model in MODELS}
+# A quarter of the outputs are planted attention checks, drawn at random over both models.
+N_CHECKS = 20
+CHECK_NOTE = "planted-zq7: the output repeats the reference"
+CHECK, ORDINARY = "check", "ordinary"
 N_CASES = 40  # x 2 models, k = 2 over 2 clinicians: every clinician rates all 80
 # Far above every number a rater's page shows (places, counts, scale points, years), so an
 # id found in a response is an id.
@@ -89,6 +96,7 @@ class ImportedStudy:
     model_of_output: dict[str, str]
     item_ids: set[int]
     assignment_ids: set[int]
+    check_outputs: set[str]
 
 
 @pytest.fixture
@@ -120,6 +128,15 @@ def imported(db, settings, tmp_path) -> ImportedStudy:
         assert job.status == "succeeded", job.errors
         services.assign_items(study=study, actor=coordinator, seed=5)
     ids = dict(Item.objects.filter(study=study).values_list("pk", "model_name"))
+    checks = random.Random(11).sample(sorted(ids), N_CHECKS)
+    for item_id in checks:  # marked after dealing, as a coordinator may
+        services.mark_attention_check(
+            study=study,
+            item_id=item_id,
+            expected={"accuracy": (4, 5)},
+            note=CHECK_NOTE,
+            actor=coordinator,
+        )
     # The premise: ids follow import order, so an id alone would tell the models apart.
     assert max(pk for pk, m in ids.items() if m == MODELS[0]) < min(
         pk for pk, m in ids.items() if m == MODELS[1]
@@ -130,6 +147,7 @@ def imported(db, settings, tmp_path) -> ImportedStudy:
         model_of_output=model_of_output,
         item_ids=set(ids),
         assignment_ids=set(Assignment.objects.filter(study=study).values_list("pk", flat=True)),
+        check_outputs=set(Item.objects.filter(pk__in=checks).values_list("output_text", flat=True)),
     )
 
 
@@ -167,6 +185,7 @@ class Received:
     texts: list[tuple[str, str]] = field(default_factory=list)  # (what, text)
     features: dict[str, list[Any]] = field(default_factory=dict)  # name -> value per assignment
     models: list[str] = field(default_factory=list)  # the model of each assignment, in order
+    kinds: list[str] = field(default_factory=list)  # CHECK or ORDINARY, per assignment
 
     def keep(self, what: str, response) -> Any:
         assert response.status_code < 400, (what, response.status_code, response.content[:300])
@@ -218,6 +237,7 @@ def _fetch_everything(client, api: APIClient, s: ImportedStudy) -> Received:
     for html in htmls:
         output = next(o for o in s.model_of_output if o in html)
         got.models.append(s.model_of_output[output])
+        got.kinds.append(CHECK if output in s.check_outputs else ORDINARY)
     for index, (url, html) in enumerate(zip(pages, htmls, strict=True)):
         got.feature("place in the queue page", index, index)
         got.feature("rating page address", index, url)
@@ -281,13 +301,14 @@ def test_no_id_name_benchmark_or_file_reaches_the_rater(imported, received):
     assert not found, f"{len(found)} leaks, by response and kind: {dict(kinds)}"
 
 
-def _separation(values: list[Any], models: list[str]) -> float:
-    """Mann-Whitney AUC: the chance that an assignment of MODELS[0] sorts after one of
-    MODELS[1] by this value (ties count half). 0.5: no relation; 0 or 1: a perfect split."""
+def _separation(values: list[Any], models: list[str], groups: tuple[str, str] = MODELS) -> float:
+    """Mann-Whitney AUC: the chance that an assignment of groups[0] (by default MODELS[0])
+    sorts after one of groups[1] by this value (ties count half). 0.5: no relation; 0 or 1:
+    a perfect split."""
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     keys = values if numeric else [str(v) for v in values]
-    a = [k for k, m in zip(keys, models, strict=True) if m == MODELS[0]]
-    b = [k for k, m in zip(keys, models, strict=True) if m == MODELS[1]]
+    a = [k for k, m in zip(keys, models, strict=True) if m == groups[0]]
+    b = [k for k, m in zip(keys, models, strict=True) if m == groups[1]]
     wins = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
     return wins / (len(a) * len(b))
 
@@ -315,3 +336,26 @@ def test_nothing_that_varies_between_assignments_sorts_them_by_model(received):
         if abs((auc := _separation(values, models)) - 0.5) > bound
     }
     assert not separating, f"these sort outputs by model (AUC, bound 0.5±{bound:.3f}): {separating}"
+
+
+def test_nothing_a_rater_receives_tells_an_attention_check_apart(received):
+    kinds = received.kinds
+    assert kinds.count(CHECK) == N_CHECKS  # the rater was dealt every check (k = 2 of 2)
+    words = ("attention", "planted", CHECK_NOTE)
+    found = [(what, w) for what, text in received.texts for w in words if w in text.lower()]
+    assert not found, f"attention checks named to the rater: {found[:5]}"
+    bound = _chance_bound(N_CHECKS, len(kinds) - N_CHECKS)
+    varying = {
+        name: values
+        for name, values in received.features.items()
+        if None not in values and len({json.dumps(v, default=str) for v in values}) > 1
+    }
+    assert {"place in the queue page", "rating page address"} <= set(varying)
+    separating = {
+        name: round(auc, 3)
+        for name, values in varying.items()
+        if abs((auc := _separation(values, kinds, (CHECK, ORDINARY))) - 0.5) > bound
+    }
+    assert not separating, (
+        f"these sort checks from items (AUC, bound 0.5±{bound:.3f}): {separating}"
+    )

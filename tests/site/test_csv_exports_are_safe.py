@@ -406,6 +406,9 @@ COVERED_ROUTES = {
 COVERED_ELSEWHERE = {
     # the audit log: tests/annotation/test_audit_log.py::test_hostile_text_is_quoted_in_the_csv
     "studies/audit/export.csv",
+    # attention checks: tests/annotation/test_attention_checks.py::
+    # test_hostile_text_is_quoted_in_the_export
+    "studies/<int:study_id>/export/attention-checks.csv",
 }
 NO_CSV_ROUTES = {
     # agreement report figures as svg, pdf, png: tests/agreement/reports/test_figure_files.py

@@ -56,6 +56,7 @@ LEFT_OUT = {
     "annotation:watch-refresh": "POST only (an action on the dashboard)",
     "annotation:export": "a file download (CSV/JSON), not a page",
     "annotation:export-ratings-long": "a CSV download, not a page",
+    "annotation:export-checks": "a CSV download (attention-check results), not a page",
     "annotation:audit-export": "a CSV download (the audit log's rows), not a page",
     "annotation:resume": "redirects to annotation:rate, which is visited",
     "jury:export-scores-long": "a CSV download, not a page",
@@ -137,6 +138,20 @@ class World:
             actor=self.rating.members.researcher,
             parameters={"n_resamples": 20, "seed": 3},
             background=True,
+        )
+
+    @cached_property
+    def attention_check(self) -> Any:
+        """The rating study's first item planted as an attention check (its raters' results
+        fill the checks page's table)."""
+        from annotation import services
+
+        return services.mark_attention_check(
+            study=self.rating.study,
+            item_id=self.rating.items[0].pk,
+            expected={"accuracy": (4, 5)},
+            note="planted",
+            actor=self.rating.members.coordinator,
         )
 
     @cached_property
@@ -295,6 +310,11 @@ PAGES = [
         _study,
     ),
     Visit("annotation:sample", "coordinator", _study),
+    Visit(
+        "annotation:checks",
+        "coordinator",
+        lambda w: {"study_id": w.attention_check.study_id},
+    ),
     Visit("annotation:queue", "clinician", _study),
     Visit(
         "annotation:rate",
