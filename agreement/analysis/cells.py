@@ -236,7 +236,7 @@ def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
     clin = sub.loc[sub["rater_kind"] == "clinician"]
     per_item = clin.groupby("item")["rater"].nunique()
     shared = int((per_item >= 2).sum())
-    choice = choose_clinician_form(clin)
+    choice = choose_clinician_form(clin, asked=s.clinician_form)
     if shared < s.min_items:
         return {
             **insufficient(
@@ -305,7 +305,12 @@ def difference_cell(
     """(machine ICC) - (clinician-clinician ICC) on the same item resamples, the second term
     in the clinician cell's form: the pair mean with the pairs the rule leaves out left out
     (see clinician_cell), or the one-way ICC(1,2)."""
-    form = clinician_form or choose_clinician_form(sub.loc[sub["rater_kind"] == "clinician"]).form
+    form = (
+        clinician_form
+        or choose_clinician_form(
+            sub.loc[sub["rater_kind"] == "clinician"], asked=s.clinician_form
+        ).form
+    )
     try:
         if form == ONEWAY:
             boot = bootstrap_machine_minus_clinician_oneway(

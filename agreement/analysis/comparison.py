@@ -40,6 +40,7 @@ from agreement.analysis.settings import (
     Settings,
 )
 from agreement.stats import MEDHELM_MIN_SHARED_ITEMS
+from agreement.stats.medhelm import BY_DESIGN
 
 _KIND_ORDER = {"jury": 0, "judge": 1, "metric": 2}
 _COUNT_COLUMNS = (
@@ -219,6 +220,7 @@ def comparison_table(
     max_ci_width: float = DEFAULT_MAX_CI_WIDTH,
     judge_weights: Mapping[str, float] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    clinician_form: str = BY_DESIGN,
 ) -> Comparison:
     """MedHELM Table 2 on every row subset, per criterion, and the differences (see the
     module docstring). ``min_shared_items`` and ``max_ci_width`` are the estimability rule's
@@ -226,7 +228,9 @@ def comparison_table(
     is that judge (``columns`` says so). ``judge_weights`` (judge label -> weight, default 1)
     build the leave-one-judge-out juries (section "jury_composition", :mod:`.jury`).
     ``progress(cells_done, cells_total)`` is called after each row of cells (each cell is one
-    bootstrap of ``n_resamples``)."""
+    bootstrap of ``n_resamples``). ``clinician_form`` is the clinician-clinician form: the
+    one each cell's design decides (agreement.stats.medhelm.form_choice), or one form in every
+    cell (MedHELM's pair mean everywhere reproduces the published method as it is)."""
     s = Settings(
         n_resamples=n_resamples,
         seed=seed,
@@ -235,6 +239,7 @@ def comparison_table(
         min_items=min_items,
         min_shared_items=min_shared_items,
         max_ci_width=max_ci_width,
+        clinician_form=clinician_form,
     )
     alone = single_judge(table)
     machines = [m for m in machine_columns(table) if m != ("judge", alone)]

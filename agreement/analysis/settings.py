@@ -9,7 +9,7 @@ from agreement.errors import AgreementError
 from agreement.stats import BOUNDS, MEDHELM_MIN_SHARED_ITEMS, EstimabilityRule
 from agreement.stats.estimability import WIDEST
 from agreement.stats.icc_interval_choice import MIN_ITEMS_CHECKED
-from agreement.stats.medhelm import CLINICIAN_FORMS, ONEWAY, PAIRWISE
+from agreement.stats.medhelm import BY_DESIGN, CLINICIAN_FORMS, ONEWAY, PAIRWISE, REQUESTABLE_FORMS
 from agreement.stats.medhelm.form_choice import PAIRWISE_MIN_SHARED_ITEMS
 
 ROW_ALL = "All items"
@@ -110,8 +110,16 @@ class Settings:
     min_items: int = 3
     min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS  # the estimability rule's minimum
     max_ci_width: float = DEFAULT_MAX_CI_WIDTH  # the estimability rule's widest interval
+    # the clinician-clinician form: the one the design decides, or one form in every cell
+    clinician_form: str = BY_DESIGN
 
     def __post_init__(self) -> None:
+        if self.clinician_form not in REQUESTABLE_FORMS:
+            raise AgreementError(
+                f"clinician_form must be one of {list(REQUESTABLE_FORMS)}, "
+                f"got {self.clinician_form!r}",
+                field="clinician_form",
+            )
         if self.method not in CI_METHODS:
             raise AgreementError(
                 f"method must be one of {sorted(CI_METHODS)}, got {self.method!r}",

@@ -18,7 +18,15 @@ Step 5 and its intervals take an optional estimability rule
 
 from .alpha import ALPHA_LEVELS, ClinicianAlphaStatistic, MachineAlphaStatistic
 from .composite import DEGENERATE_POLICIES, composite_scores, zscore_within_rater
-from .form_choice import CLINICIAN_FORMS, ONEWAY, PAIRWISE, FormChoice, choose_clinician_form
+from .form_choice import (
+    BY_DESIGN,
+    CLINICIAN_FORMS,
+    ONEWAY,
+    PAIRWISE,
+    REQUESTABLE_FORMS,
+    FormChoice,
+    choose_clinician_form,
+)
 from .intervals import (
     bootstrap_clinician_alpha,
     bootstrap_clinician_pairwise,
@@ -38,11 +46,13 @@ from .pairwise import (
 
 __all__ = [
     "ALPHA_LEVELS",
+    "BY_DESIGN",
     "CLINICIAN_FORMS",
     "DEGENERATE_POLICIES",
     "MEDHELM_MIN_SHARED_ITEMS",
     "ONEWAY",
     "PAIRWISE",
+    "REQUESTABLE_FORMS",
     "ClinicianAlphaStatistic",
     "ClinicianOneWayStatistic",
     "ClinicianPairwiseStatistic",

@@ -29,6 +29,10 @@ CLINICIAN_FORMS: dict[str, str] = {
     "the k0 correction for unequal numbers of ratings per item, Donner 1986, stepped up to 2 "
     "ratings by Spearman-Brown, comparable with MedHELM's ICC(3,2))",
 }
+#: What a comparison may ask for: the form the design decides (the default), or one form in
+#: every cell (MedHELM's pair mean everywhere, to reproduce the published method as it is).
+BY_DESIGN = "design"
+REQUESTABLE_FORMS = (BY_DESIGN, PAIRWISE, ONEWAY)
 #: An incomplete design keeps MedHELM's pair mean when every pair shares this many items.
 PAIRWISE_MIN_SHARED_ITEMS: int = MIN_ITEMS_CHECKED
 COMPLETE, INCOMPLETE = "complete", "incomplete"
@@ -58,8 +62,24 @@ def rated_matrix(clinician_rows: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def choose_clinician_form(clinician_rows: pd.DataFrame) -> FormChoice:
-    """The form for the clinicians' rows (columns item, rater) of one cell (see module)."""
+def choose_clinician_form(clinician_rows: pd.DataFrame, *, asked: str = BY_DESIGN) -> FormChoice:
+    """The form for the clinicians' rows (columns item, rater) of one cell (see module), or
+    the form ``asked`` for (one of REQUESTABLE_FORMS), its reason saying what the design
+    would have given."""
+    if asked not in REQUESTABLE_FORMS:
+        raise ValueError(f"clinician form must be one of {REQUESTABLE_FORMS}, got {asked!r}")
+    by_design = _form_by_design(clinician_rows)
+    if asked in (BY_DESIGN, by_design.form):
+        return by_design
+    return FormChoice(
+        asked,
+        by_design.design,
+        by_design.min_shared_items,
+        f"asked for; the design would give the other form ({by_design.reason})",
+    )
+
+
+def _form_by_design(clinician_rows: pd.DataFrame) -> FormChoice:
     rated = rated_matrix(clinician_rows)
     n_raters = rated.shape[1]
     if n_raters < 2:

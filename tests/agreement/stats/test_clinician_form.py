@@ -39,6 +39,26 @@ def test_few_of_many_clinicians_per_item_gets_the_one_way_form() -> None:
     assert "one-way" in choice.reason
 
 
+def test_a_form_asked_for_is_used_and_its_reason_says_what_the_design_gives() -> None:
+    table = _table(Design(200, 29, 2), seed=2)
+    asked = choose_clinician_form(table, asked=PAIRWISE)
+    assert (asked.form, asked.design) == (PAIRWISE, "incomplete")
+    assert asked.reason.startswith("asked for") and "one-way" in asked.reason
+    # asking for the form the design gives changes nothing
+    assert choose_clinician_form(table, asked=ONEWAY) == choose_clinician_form(table)
+    with pytest.raises(ValueError, match="clinician form"):
+        choose_clinician_form(table, asked="pairs")
+
+
+def test_a_comparison_refuses_an_unknown_form_naming_the_field() -> None:
+    from agreement.analysis.settings import Settings
+    from agreement.errors import AgreementError
+
+    with pytest.raises(AgreementError) as exc:
+        Settings(clinician_form="pairs")
+    assert exc.value.field == "clinician_form"
+
+
 def test_an_incomplete_design_whose_pairs_share_enough_items_keeps_pairs() -> None:
     # 3 of 4 clinicians per item on 600 items: every pair shares about 300 items
     choice = choose_clinician_form(_table(Design(600, 4, 3), seed=3))
