@@ -8,7 +8,7 @@ import logging
 import pandas as pd
 
 from agreement.stats.watch import WATCH_COLUMNS, watch_summary
-from annotation.models import Assignment, AttentionCheck, Rating, StudyMembership
+from annotation.models import Assignment, AttentionCheck, Rating, RatingStudy, StudyMembership
 from annotation.services.watch import (
     record_watch_failure,
     record_watch_snapshot,
@@ -55,7 +55,11 @@ def watch_ratings(*, study_id: int) -> pd.DataFrame:
 
 def refresh_watch(*, study_id: int) -> dict[str, object]:
     """Compute and store the study's watch snapshot; a failure is stored for the dashboard
-    (the previous snapshot stays) and raised."""
+    (the previous snapshot stays) and raised. A study deleted since the refresh was queued
+    has nothing to refresh: skipped, and logged."""
+    if not RatingStudy.objects.filter(pk=study_id).exists():
+        logger.info("agreement watch of study %s skipped: the study no longer exists", study_id)
+        return {"study": study_id, "skipped": "the study no longer exists"}
     submissions = start_watch_refresh(study_id=study_id)
     try:
         summary = watch_summary(

@@ -94,3 +94,16 @@ def test_a_worker_refreshes_the_watch_as_ratings_arrive(tmp_path, settings) -> N
     received = [line for line in lines if "received" in line]
     # Debounced: each refresh covered many submissions.
     assert 1 <= len(received) < total / 4, "\n".join(lines)
+
+
+@pytest.mark.django_db
+def test_a_refresh_queued_for_a_study_deleted_since_is_skipped():
+    # a late message (the study was deleted after its last rating) ends quietly, writing nothing
+    from agreement.services.watch import refresh_watch
+    from annotation.models import AgreementWatch
+
+    assert refresh_watch(study_id=987654) == {
+        "study": 987654,
+        "skipped": "the study no longer exists",
+    }
+    assert not AgreementWatch.objects.exists()
