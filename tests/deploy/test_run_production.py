@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -111,7 +112,41 @@ def walk(browser, base: str, logins: dict[str, str], study: int, shots: Path) ->
 
 
 @pytest.mark.timeout(1200)
-def test_production_layout_comes_up_serves_pages_and_stops_cleanly(browser, tmp_path):
+def walk_in_a_thread_of_its_own(
+    base: str, logins: dict[str, str], study: int, shots: Path
+) -> list[str]:
+    """`walk` with Chromium driven from a thread of its own: an earlier test of the session
+    (the jury's asyncio engine) can leave an event loop running in the main thread, inside
+    which Playwright's sync API refuses to start (the shared browser fixture is made late in a
+    run that skips the other browser tests)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    done: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            with sync_playwright() as p:
+                chromium = p.chromium.launch(
+                    executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+                )
+                try:
+                    done["statics"] = walk(chromium, base, logins, study, shots)
+                finally:
+                    chromium.close()
+        except BaseException as exc:  # raised again in the test's thread below
+            done["error"] = exc
+
+    thread = threading.Thread(target=run, name="chromium-walk")
+    thread.start()
+    thread.join()
+    if "error" in done:
+        raise done["error"]  # type: ignore[misc]
+    return done["statics"]  # type: ignore[return-value]
+
+
+def test_production_layout_comes_up_serves_pages_and_stops_cleanly(tmp_path):
     server = postgres_server()
     with scratch_database(server, "deploy") as database_url, redis_database() as redis_url:
         data = tmp_path / "data"
@@ -144,7 +179,7 @@ def test_production_layout_comes_up_serves_pages_and_stops_cleanly(browser, tmp_
             study = int(django_json(env, STUDY_ID))
             shots = tmp_path / "screenshots"
             shots.mkdir()
-            statics = walk(browser, base, logins, study, shots)
+            statics = walk_in_a_thread_of_its_own(base, logins, study, shots)
 
             # whitenoise serves the collected, hashed and compressed files, cached for good
             css = next(url for url in statics if url.endswith(".css"))
