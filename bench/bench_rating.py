@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_rating.py [--clinicians 50] [--duration 20] [--quick] [--drop]
         [--database-url postgres://postgres@127.0.0.1:5432/medhelm_bench]
         [--workers 4] [--threads 4] [--keepalive] [--think 0] [--items 2000] [--show-queries]
+        [--baseline-duration S] [--broker redis://127.0.0.1:6379/7]
 
 gunicorn (gthread) with production settings on a seeded PostgreSQL database; simulated
 clinicians loop over the resume redirect, the rating page and the submit endpoint. Prints
@@ -34,6 +35,20 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         help="mean think time in seconds after each submit (default 0: no pause, a stress test)",
+    )
+    p.add_argument(
+        "--baseline-duration",
+        type=float,
+        default=None,
+        help="seconds of the baseline phase (default: --duration)",
+    )
+    p.add_argument(
+        "--broker",
+        default=None,
+        help="the production layout: this Celery broker (redis://... or amqp://...) for the "
+        "site, with the two Celery workers and beat of docs/deploy/run-production.sh running "
+        "(the agreement watch's refreshes then run during the rating phase); its database is "
+        "flushed first",
     )
     p.add_argument("--quick", action="store_true", help="smoke run: 10 clinicians, 5 s")
     p.add_argument("--drop", action="store_true", help="drop the bench database at the end")

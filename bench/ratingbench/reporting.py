@@ -48,6 +48,8 @@ class Measured:
     queries: dict[str, Any]
     server_log_tail: str
     port: int
+    #: The agreement watch after the run (--broker only): see runner.watch_state.
+    watch: dict[str, Any] | None = None
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -101,7 +103,24 @@ def report(args: argparse.Namespace, setup: Setup, m: Measured) -> bool:
     if args.show_queries:
         print_queries(m.queries)
     intact = print_integrity(m)
+    if m.watch is not None:
+        intact = print_watch(m.watch) and intact
     return print_target(m, intact) and intact
+
+
+def print_watch(watch: dict[str, Any]) -> bool:
+    """The background side of the production layout: did the agreement watch keep up with
+    the ratings, and did any task fail? True when it caught up without an error."""
+    good = watch["caught_up"] and not watch["error"] and not watch["worker_errors"]
+    print(
+        f"\nagreement watch (Celery workers): last refresh saw {watch['seen']:,} of "
+        f"{watch['submitted']:,} submissions, caught up {watch['catch_up_seconds']:.1f} s after "
+        f"the rating phase: {watch['caught_up']}; refresh error: {watch['error'] or 'none'}; "
+        f"worker errors: {len(watch['worker_errors'])} -> {'OK' if good else 'FAILED'}"
+    )
+    for line in watch["worker_errors"][:5]:
+        print(f"  {line}")
+    return good
 
 
 def print_target(m: Measured, intact: bool) -> bool:
@@ -125,8 +144,15 @@ def print_header(args: argparse.Namespace, setup: Setup, m: Measured) -> None:
 
     url = args.database_url
     think = f"mean think time {args.think:g} s" if args.think else "no think time"
+    base = args.baseline_duration or args.duration
+    layout = (
+        f"; production layout: Celery broker {args.broker}, two workers and beat"
+        if args.broker
+        else ""
+    )
     print(
-        f"\nbench_rating: {args.clinicians} simulated clinicians, {args.duration:g} s per phase, {think}"
+        f"\nbench_rating: {args.clinicians} simulated clinicians, rating {args.duration:g} s, "
+        f"baseline {base:g} s, {think}{layout}"
     )
     print(
         f"machine: {os.cpu_count() or 0} cores (os.cpu_count), load average before "

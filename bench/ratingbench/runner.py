@@ -27,6 +27,7 @@ from _support import (
     run_step,
 )
 
+from ratingbench.celery_layout import CeleryLayout, flush_broker
 from ratingbench.clients import (
     Clinician,
     Endpoint,
@@ -42,8 +43,10 @@ from ratingbench.load import Connection
 from ratingbench.reporting import Measured, Setup, report
 
 
-def rating_env(url: str, data_dir: Path) -> dict[str, str]:
-    """gunicorn's settings: production ones, served over plain HTTP on 127.0.0.1."""
+def rating_env(url: str, data_dir: Path, broker: str | None = None) -> dict[str, str]:
+    """gunicorn's settings: production ones, served over plain HTTP on 127.0.0.1; with a
+    broker, the production layout's (the site's Celery tasks go to it)."""
+    extra = {"CELERY_BROKER_URL": broker} if broker else {}
     return app_env(
         url,
         data_dir,
@@ -51,6 +54,7 @@ def rating_env(url: str, data_dir: Path) -> dict[str, str]:
         SECURE_SSL_REDIRECT="0",
         SESSION_COOKIE_SECURE="0",
         CSRF_COOKIE_SECURE="0",
+        **extra,
     )
 
 
@@ -59,18 +63,25 @@ def bench(args: argparse.Namespace) -> int:
     url = args.database_url
     load_before = os.getloadavg()
     data_dir = Path(tempfile.mkdtemp(prefix="bench_rating_"))
-    env = rating_env(url, data_dir)
+    env = rating_env(url, data_dir, args.broker)
     server: Gunicorn | None = None
+    celery: CeleryLayout | None = None
     ok = True
     try:
         setup = set_up(args, env)
+        if args.broker:
+            flush_broker(args.broker)
+            celery = CeleryLayout(env, data_dir)
+            celery.wait_ready()
         server = Gunicorn(env, args.workers, args.threads, data_dir / "gunicorn.log")
         server.wait_ready()
-        measured = measure(args, setup, server, env, load_before)
+        measured = measure(args, setup, server, env, load_before, celery)
         ok = report(args, setup, measured)
     finally:
         if server is not None:
             server.stop()
+        if celery is not None:
+            celery.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
         if args.drop:
             drop_database(url)
@@ -102,15 +113,18 @@ def measure(
     server: Gunicorn,
     env: dict[str, str],
     load_before: tuple[float, float, float],
+    celery: CeleryLayout | None = None,
 ) -> Measured:
     """Warm-up, the baseline and rating phases, the integrity check and the query counts;
-    gunicorn is stopped at the end."""
+    gunicorn is stopped at the end. With the Celery layout, the agreement watch is given
+    time to catch up with the last ratings and its state is read."""
     url = args.database_url
     cpu = CpuMeter(
         lambda: {
             "gunicorn": [server.proc.pid, *server.worker_pids()],
             "postgres": pg_backend_pids(url),
             "load generator": [os.getpid()],
+            **({"celery workers": celery.pids()} if celery else {}),
         }
     )
     warm_up(server, setup)
@@ -127,6 +141,7 @@ def measure(
     load_after = os.getloadavg()
     ok_submits = {handle for c in setup.clinicians for handle in c.submitted}
     check = integrity(url, setup.study_id, ok_submits)
+    watch = watch_state(url, setup.study_id, celery) if celery else None
     first = setup.clinicians[0]
     queries, _ = run_internal_step(
         "queries",
@@ -152,6 +167,7 @@ def measure(
         queries=queries,
         server_log_tail=server_log_tail,
         port=server.port,
+        watch=watch,
     )
 
 
@@ -185,7 +201,8 @@ def baseline_phase(
         ep = base.endpoints["login"]
         return [baseline_client(server.port, deadline, ep) for _ in setup.clinicians]
 
-    return timed_phase(base, clients, args, server, cpu, workers)
+    duration = args.baseline_duration or args.duration
+    return timed_phase(base, clients, args, server, cpu, workers, duration)
 
 
 def rating_phase(
@@ -227,14 +244,54 @@ def timed_phase(
     server: Gunicorn,
     cpu: CpuMeter,
     workers: list[int],
+    duration: float | None = None,
 ) -> Phase:
-    """Run `clients` for --duration seconds; the phase's CPU and access-log figures."""
+    """Run `clients` for `duration` (default --duration) seconds; the phase's CPU and
+    access-log figures."""
     before = cpu.snapshot()
     log_start = server.access_offset()
     phase.elapsed, phase.connections = asyncio.run(
-        run_phase(clients, args.duration, server.port, workers)
+        run_phase(clients, duration or args.duration, server.port, workers)
     )
     phase.cpu = CpuMeter.delta(before, cpu.snapshot())
     time.sleep(0.3)  # the worker logs a request just after answering it
     phase.take_access_log(server, log_start, server.access_offset(), workers)
     return phase
+
+
+#: How long the agreement watch may take to catch up with the last rating (its debounce,
+#: MEDHELM_WATCH_DEBOUNCE_SECONDS, plus one refresh) before the bench reads its state.
+WATCH_CATCH_UP_SECONDS = 120.0
+
+
+def watch_state(url: str, study_id: int, celery: CeleryLayout) -> dict:
+    """The agreement watch after the run: its last refresh's counts once no refresh is queued
+    and it has seen every submission (or the catch-up time ran out), and the worker errors."""
+    import psycopg
+
+    sql = (
+        "SELECT computed_at, submissions_seen, requested_at, error FROM annotation_agreementwatch "
+        "WHERE study_id = %s"
+    )
+    count = (
+        "SELECT count(*) FROM annotation_assignment WHERE study_id = %s AND status = 'submitted'"
+    )
+    t0 = time.monotonic()
+    with psycopg.connect(url, autocommit=True) as conn:
+        submitted = conn.execute(count, (study_id,)).fetchone()[0]
+        row = None
+        while time.monotonic() - t0 < WATCH_CATCH_UP_SECONDS:
+            row = conn.execute(sql, (study_id,)).fetchone()
+            if row and row[2] is None and row[1] >= submitted:
+                break
+            time.sleep(1.0)
+    computed_at, seen, requested_at, error = row or (None, 0, None, "no watch row")
+    return {
+        "submitted": submitted,
+        "seen": seen,
+        "caught_up": bool(row) and requested_at is None and seen >= submitted,
+        "catch_up_seconds": time.monotonic() - t0,
+        "computed_at": computed_at,
+        "error": error or "",
+        "worker_errors": celery.errors(),
+    }

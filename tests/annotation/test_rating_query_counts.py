@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.utils import timezone
 
 from annotation import services
-from annotation.models import Assignment, AuditEvent, Rating
+from annotation.models import AgreementWatch, Assignment, AuditEvent, Rating
 from medhelm_site.accounts.services import create_token
 from tests.factories import FULL_ANSWERS, make_study_with_members
 
@@ -26,6 +27,11 @@ PAGE_QUERIES = 5
 # with the study's share lock, rubric with the stored answers, ratings INSERT, audit INSERT,
 # assignment UPDATE, RELEASE SAVEPOINT
 SUBMIT_QUERIES = 9
+# After the submit's transaction commits, the agreement watch's debounce (issue 19): while a
+# refresh is already queued, as it is in any burst of ratings, an UPDATE that claims nothing
+# and the watch row's read (annotation.services.watch.request_watch_refresh). The bench,
+# whose transactions commit, counts these two with the submit.
+WATCH_BURST_QUERIES = 2
 
 ANSWERS = {"accuracy": {"value": 4}, "completeness": {"value": 3}, "clarity": {"value": 5}}
 
@@ -97,6 +103,23 @@ def test_submit_queries_and_answer(client, rater, django_assert_num_queries):
     }
     assert Rating.objects.filter(assignment=mine[0]).count() == 3
     assert AuditEvent.objects.filter(action="rating.submit", actor=clinician).count() == 3
+
+
+def test_submit_in_a_burst_adds_the_watch_debounce_after_commit(
+    client, rater, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    setup, clinician, mine = rater
+    queued_at = timezone.now()
+    AgreementWatch.objects.create(study=setup.study, requested_at=queued_at)
+    token = create_token(user=clinician)[1]
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = _submit(client, mine[0].handle, token)
+    assert response.status_code == 200, response.content
+    with django_assert_num_queries(WATCH_BURST_QUERIES):
+        for callback in callbacks:
+            callback()
+    # Still the one refresh queued before: the burst did not queue another.
+    assert AgreementWatch.objects.get(study=setup.study).requested_at == queued_at
 
 
 def test_retry_and_revision_answers_match_a_fresh_read(client, rater):
