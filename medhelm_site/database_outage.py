@@ -36,9 +36,21 @@ def database_unavailable(request: HttpRequest) -> HttpResponse:
     if wants_json(request):
         response: HttpResponse = JsonResponse({"detail": MESSAGE}, status=503)
     else:
+        # A way on from here, without script (the CSP allows none inline): the same address
+        # again, which for a form that was posted (the rating page's Submit) reopens the form,
+        # where the rating page restores what this browser kept.
+        again = html.escape(request.get_full_path(), quote=True)
+        sent = (
+            " What you sent was not saved: send it again from there."
+            if request.method not in ("GET", "HEAD")
+            else ""
+        )
         response = HttpResponse(
-            "<!doctype html><title>Database unavailable</title>"
-            f"<h1>Database unavailable</h1><p>{html.escape(MESSAGE)}</p>",
+            '<!doctype html><html lang="en"><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            "<title>Database unavailable</title>"
+            f"<h1>Database unavailable</h1><p>{html.escape(MESSAGE)}</p>"
+            f'<p><a href="{again}">Open this page again</a> in a few seconds.{sent}</p>',
             status=503,
         )
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

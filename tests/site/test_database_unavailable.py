@@ -54,3 +54,22 @@ def test_a_page_whose_session_cannot_be_loaded_answers_503(signed_in, monkeypatc
 def test_other_errors_stay_500(signed_in, monkeypatch):
     monkeypatch.setattr(api.MyStudiesApi, "get", raising(ValueError("a bug")))
     assert signed_in.get("/api/studies/").status_code == 500
+
+
+def test_the_page_links_back_to_the_same_address_escaped(signed_in, monkeypatch):
+    monkeypatch.setattr(SessionStore, "load", raising(OperationalError("connection refused")))
+    response = signed_in.get('/studies/?q="><script>x</script>')
+    body = response.content.decode()
+    assert response.status_code == 503
+    assert '<a href="/studies/?q=%22%3E%3Cscript%3Ex%3C/script%3E">Open this page again</a>' in body
+    assert "<script>" not in body
+    assert "not saved: send it again" not in body  # a page load sent nothing
+
+
+def test_a_posted_form_is_told_to_send_again(signed_in, monkeypatch):
+    monkeypatch.setattr(SessionStore, "load", raising(OperationalError("connection refused")))
+    response = signed_in.post("/studies/1/rate/abc/", {"c-accuracy": "4"})
+    body = response.content.decode()
+    assert response.status_code == 503
+    assert '<a href="/studies/1/rate/abc/">Open this page again</a>' in body
+    assert "What you sent was not saved: send it again from there." in body

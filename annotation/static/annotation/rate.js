@@ -208,7 +208,12 @@
         } else {
           notSent();
           // A refusal (4xx) says what to change; a server error (5xx) may pass: try again.
-          problem = "Not saved: " + reason(data, response.status) + (response.status >= 500 ? "; will retry" : "");
+          // A 503 is the site's database outage: its message tells a person to retry, which
+          // the page does itself, so it says that instead (and that the answers are kept).
+          const why = response.status === 503
+            ? "the database is unavailable for a moment, kept in this browser"
+            : reason(data, response.status);
+          problem = "Not saved: " + why + (response.status >= 500 ? "; will retry" : "");
           if (response.status === 400) refresh();  // e.g. submitted meanwhile from another tab
         }
         remember();
