@@ -201,3 +201,22 @@ def test_page_says_a_first_draw_is_not_dealt_and_offers_to_deal_it(client):
     assert f"unstarted work was dealt again over them ({redealt} assignments now)" in (
         again.content.decode()
     )
+
+
+@pytest.mark.django_db
+def test_dashboard_says_how_many_items_the_draw_deals(client):
+    """The dashboard's summary counts every imported item; with a draw in force it also says
+    how many are drawn for clinicians (the rest are not dealt), with the draw's seed."""
+    study, coordinator, _ = _study()
+    url = reverse("annotation:study", kwargs={"study_id": study.pk})
+    client.login(username=coordinator.username, password=TEST_PASSWORD)
+    assert 'data-testid="drawn"' not in client.get(url).content.decode()
+    record = services.draw_sample(study=study, actor=coordinator, keys=KEYS, seed=8, total=3)
+    text = client.get(url).content.decode()
+    n_items = Item.objects.filter(study=study).count()
+    assert f"{n_items} items · " in text
+    sample_url = reverse("annotation:sample", kwargs={"study_id": study.pk})
+    assert (
+        f'<a href="{sample_url}">{record.items.count()} drawn for clinicians</a> '
+        f"(stratified sample, seed 8)"
+    ) in text
