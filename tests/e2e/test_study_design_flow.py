@@ -27,6 +27,7 @@ from annotation.sampling import largest_remainder
 from delphi.services import ensure_medhelm_taxonomy
 from tests.factories import UserFactory
 from tests.support import rating_page
+from tests.support.axe import assert_accessible
 from tests.support.browser import log_in
 from tests.support.celery_worker import running_worker
 from tests.support.watch_ratings import pseudonym_of
@@ -205,6 +206,7 @@ def coordinator_draws(page: Page, live_server, study: RatingStudy, cases: int) -
     assert strata_rows(current.locator("table")) == expected
     expect(current).to_contain_text("Every drawn case has an output from every model.")
     shot(page, "05-sample-drawn")
+    assert_accessible(page, "the sampling page with a draw not dealt yet")
     record = SampleDraw.objects.get(study=study)
     drawn = set(record.items.values_list("pk", flat=True))
     by_case: dict[str, set[str]] = {}
@@ -224,6 +226,9 @@ def coordinator_deals(page: Page, live_server, study: RatingStudy, drawn: set[in
         f"Assignments balanced: {dealt} unstarted assignments dealt."
     )
     expect(page.get_by_test_id("overall")).to_have_text(f"0 of {dealt} assignments submitted")
+    expect(page.get_by_test_id("drawn")).to_have_text(
+        f"{len(drawn)} drawn for clinicians (stratified sample, seed {SEED})"
+    )
     shot(page, "06-assigned")
     assigned = set(Assignment.objects.filter(study=study).values_list("item_id", flat=True))
     assert assigned == drawn
@@ -373,4 +378,5 @@ def test_a_coordinator_designs_a_study_and_the_watch_flags_the_planted_lenient_r
         expect(row.get_by_test_id("watch-flag")).to_have_text(flag)
     watch.scroll_into_view_if_needed()
     shot(page, "09-dashboard-watch")
+    assert_accessible(page, "the dashboard with the agreement watch")
     assert time.monotonic() - started < 180, "the flow took longer than three minutes"
