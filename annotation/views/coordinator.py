@@ -124,6 +124,8 @@ def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
             "study": study,
             "is_coordinator": is_coordinator,
             "progress": selectors.study_progress(study=study),
+            # with a sample drawn, only its items are dealt: the summary line says how many
+            "draw": selectors.current_draw(study=study),
             "clinicians": selectors.progress_by_clinician(study=study),
             "median_seconds": selectors.median_seconds_per_item(study=study),
             "short_total": short_total,

@@ -60,6 +60,16 @@ def _settings(study: RatingStudy, data: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def _drawn_message(study: RatingStudy, record: SampleDraw) -> str:
+    """What a confirmed draw did: a study with assignments had its unstarted work dealt
+    again over the drawn items; a first draw deals nothing until the coordinator assigns."""
+    drawn = f"Sample drawn (seed {record.seed}): {record.summary['n_items_drawn']} items to rate"
+    dealt = selectors.study_progress(study=study).assignments
+    if dealt:
+        return f"{drawn}; unstarted work was dealt again over them ({dealt} assignments now)."
+    return f"{drawn}. Nothing is dealt to the clinicians yet: deal the drawn items below."
+
+
 @login_required
 def sample_page(request: HttpRequest, study_id: int) -> HttpResponse:
     study, _ = get_study_for_user(
@@ -74,11 +84,7 @@ def sample_page(request: HttpRequest, study_id: int) -> HttpResponse:
                 settings = _settings(study, form.cleaned_data)
                 if request.POST.get("action") == "confirm":
                     record = services.draw_sample(actor=request.user, **settings)
-                    messages.success(
-                        request,
-                        f"Sample drawn (seed {record.seed}): "
-                        f"{record.summary['n_items_drawn']} items will be dealt to clinicians.",
-                    )
+                    messages.success(request, _drawn_message(study, record))
                     return redirect("annotation:sample", study_id=study.pk)
                 context["preview"] = services.plan_draw(**settings)
                 context["seed"] = settings["seed"]
@@ -93,5 +99,7 @@ def sample_page(request: HttpRequest, study_id: int) -> HttpResponse:
         form = SampleDrawForm(initial=_initial(draw))
     context["form"] = form
     context["draw"] = draw
+    # whether the draw is dealt yet: a first draw deals nothing until Assign is pressed
+    context["progress"] = selectors.study_progress(study=study)
     context["n_items"] = study.items.count()
     return render(request, "annotation/sample.html", context, status=status)

@@ -161,3 +161,62 @@ def test_items_short_of_k_counts_only_the_drawn_items():
     services.assign_items(study=study, actor=coordinator, seed=1)
     total, _rows = selectors.items_short_of_k(study=study)
     assert total == 9  # 3 cases x 3 models, none rated yet; the 72 others are not dealt
+
+
+@pytest.mark.django_db
+def test_page_says_a_first_draw_is_not_dealt_and_offers_to_deal_it(client):
+    """A first draw deals nothing (clinicians have no queue until Assign): the message and
+    the page say so and offer the assignment; a draw over assignments says they were dealt
+    again over the drawn items."""
+    study, coordinator, clinicians = _study()
+    url = reverse("annotation:sample", kwargs={"study_id": study.pk})
+    assign_url = reverse("annotation:assign", kwargs={"study_id": study.pk})
+    client.login(username=coordinator.username, password=TEST_PASSWORD)
+    form = {
+        "strata": ["category", "subcategory"],
+        "rule": "proportional",
+        "total": "3",
+        "seed": "5",
+        "paired": "on",
+        "case_key": "external_id",
+        "action": "confirm",
+    }
+    page = client.post(url, form, follow=True)
+    text = page.content.decode()
+    assert "Nothing is dealt to the clinicians yet" in text
+    assert 'data-testid="draw-not-dealt"' in text and f'action="{assign_url}"' in text
+    assert f"Deal the drawn items to the {len(clinicians)} clinicians" in text
+    assert not Assignment.objects.filter(study=study).exists()
+
+    client.post(assign_url)
+    dealt = Assignment.objects.filter(study=study).count()
+    assert dealt == 9 * study.ratings_per_item  # 3 cases x 3 models, k each
+    page = client.get(url)
+    assert "draw-not-dealt" not in page.content.decode()
+    assert f"Dealt to the clinicians: {dealt} assignments, 0 submitted" in page.content.decode()
+
+    again = client.post(url, {**form, "total": "4", "seed": "6"}, follow=True)
+    redealt = Assignment.objects.filter(study=study).exclude(status="withdrawn").count()
+    assert redealt == 12 * study.ratings_per_item
+    assert f"unstarted work was dealt again over them ({redealt} assignments now)" in (
+        again.content.decode()
+    )
+
+
+@pytest.mark.django_db
+def test_dashboard_says_how_many_items_the_draw_deals(client):
+    """The dashboard's summary counts every imported item; with a draw in force it also says
+    how many are drawn for clinicians (the rest are not dealt), with the draw's seed."""
+    study, coordinator, _ = _study()
+    url = reverse("annotation:study", kwargs={"study_id": study.pk})
+    client.login(username=coordinator.username, password=TEST_PASSWORD)
+    assert 'data-testid="drawn"' not in client.get(url).content.decode()
+    record = services.draw_sample(study=study, actor=coordinator, keys=KEYS, seed=8, total=3)
+    text = client.get(url).content.decode()
+    n_items = Item.objects.filter(study=study).count()
+    assert f"{n_items} items · " in text
+    sample_url = reverse("annotation:sample", kwargs={"study_id": study.pk})
+    assert (
+        f'<a href="{sample_url}">{record.items.count()} drawn for clinicians</a> '
+        f"(stratified sample, seed 8)"
+    ) in text
