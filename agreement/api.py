@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from agreement import analysis, selectors, services
 from agreement.input_status import incomplete_message, input_status
 from agreement.models import ReportJob, ReportSnapshot
+from agreement.stats.medhelm import REQUESTABLE_FORMS
 from agreement.views import export_response, figure_response, scores_response
 from annotation.access import STUDY_READERS, get_study_for_user
 from annotation.models import RatingStudy
@@ -72,6 +73,16 @@ class CreateReportSerializer(serializers.Serializer):
     min_shared_items = serializers.IntegerField(required=False, min_value=2, max_value=1000)
     max_ci_width = serializers.FloatField(required=False)  # range checked by the service
     exclude_flagged = serializers.BooleanField(required=False)
+    clinician_form = serializers.ChoiceField(
+        choices=list(REQUESTABLE_FORMS),
+        required=False,
+        help_text="The clinician-clinician form: 'design' (the default) lets each cell's design "
+        "decide; 'medhelm_pairwise' (MedHELM's mean over clinician pairs, the published method) "
+        "or 'oneway_z' (the one-way ICC(1,2)) asks for that form in every cell.",
+        error_messages={
+            "invalid_choice": f"must be one of {', '.join(REQUESTABLE_FORMS)}, got {{input!r}}"
+        },
+    )
     confirm_incomplete = serializers.BooleanField(
         required=False,
         default=False,

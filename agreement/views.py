@@ -25,6 +25,7 @@ from agreement import analysis, plots, presenters, selectors, services
 from agreement.errors import AgreementError
 from agreement.input_status import incomplete_message, input_status
 from agreement.models import ReportJob, ReportSnapshot
+from agreement.stats.medhelm import BY_DESIGN, REQUESTABLE_FORMS
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.models import RatingStudy
 from jury import metric_jobs
@@ -74,6 +75,21 @@ class ReportForm(forms.Form):
             "A cell whose interval is wider, or whose ICC lies outside [-1, 1], shows "
             '"not estimable" with the reason, and stays out of every mean.'
         ),
+    )
+    clinician_form = forms.TypedChoiceField(
+        label="Clinician-clinician form",
+        choices=list(analysis.CLINICIAN_FORM_CHOICES.items()),
+        required=False,
+        empty_value=None,
+        initial=BY_DESIGN,
+        help_text=(
+            "By default each cell's design decides: MedHELM's mean over clinician pairs where "
+            "every clinician rated every item or every pair shares enough items, else the "
+            "one-way form. MedHELM's pair mean everywhere reproduces the published method."
+        ),
+        error_messages={
+            "invalid_choice": f"must be one of {', '.join(REQUESTABLE_FORMS)}, got '%(value)s'"
+        },
     )
     confirm_incomplete = forms.BooleanField(
         label="Compute even though judge calls or metrics are incomplete",

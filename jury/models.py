@@ -1,4 +1,6 @@
-"""Judge models, prompt templates, jury runs, every judge call, and machine scores.
+"""Judge models, prompt templates, jury runs, every judge call and its attempts, and judge
+scores. The automatic metrics' scores and jobs (jury.metric_models) and the rate limits' and
+breakers' shared state (jury.limit_models) are in modules of their own, imported at the end.
 
 API keys are never stored: a judge names the environment variable that holds its key. Which
 variables and endpoint hosts a judge may use is the operator's (jury.providers.policy).
@@ -300,70 +302,6 @@ class JudgeAttempt(models.Model):
         return f"attempt {self.number} of call {self.call_id}: {self.outcome}"
 
 
-class JudgeLimiter(models.Model):
-    """Shared state for one judge's requests-per-minute budget (a token bucket), locked by
-    every worker that wants to call the judge, so the limit holds across all processes."""
-
-    judge = models.OneToOneField(Judge, on_delete=models.CASCADE, related_name="limiter")
-    tokens = models.FloatField(default=0)
-    refilled_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"limiter of {self.judge_id}"
-
-
-class JudgeLease(models.Model):
-    """A call in flight. Active leases per judge are capped at the judge's max concurrency;
-    one per call means two workers never run the same call. Leases expire, so a killed
-    worker's slot comes back."""
-
-    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="leases")
-    call = models.OneToOneField("JudgeCall", on_delete=models.CASCADE, related_name="lease")
-    expires_at = models.DateTimeField(db_index=True)
-    # The judge's server (EndpointLimit.origin) when it has a limit of its own, else "".
-    origin = models.CharField(max_length=300, blank=True, db_index=True)
-
-    def __str__(self) -> str:
-        return f"lease of call {self.call_id} until {self.expires_at:%H:%M:%S}"
-
-
-class EndpointLimit(models.Model):
-    """Requests in flight allowed on one server, shared by every judge whose endpoint is on
-    it (on top of each judge's own max_concurrency): two judges on a server sized for two
-    requests must not send four."""
-
-    origin = models.CharField(
-        max_length=300,
-        unique=True,
-        help_text="The server as scheme://host:port (a judge endpoint URL is cut to this).",
-    )
-    max_concurrency = models.PositiveIntegerField(default=2)
-
-    class Meta:
-        ordering = ["origin"]
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(max_concurrency__gte=1), name="endpoint_concurrency_positive"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.origin} ({self.max_concurrency} at once)"
-
-
-class EndpointBreaker(models.Model):
-    """The circuit breaker of one provider endpoint (jury.breakers) when the limits live in the
-    database: its state as JSON, and a version that every change compares and bumps."""
-
-    endpoint = models.CharField(max_length=300, unique=True)
-    state = models.JSONField(default=dict)
-    version = models.PositiveBigIntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    def __str__(self) -> str:
-        return f"breaker of {self.endpoint}"
-
-
 class JudgeScore(models.Model):
     """One judge's score for one item on one criterion: from a call, or imported (HELM)."""
 
@@ -405,63 +343,12 @@ class JudgeScore(models.Model):
         return f"{self.judge_id} {self.criterion_id}={self.value} on item {self.item_id}"
 
 
-class MetricScore(models.Model):
-    """An automatic metric of one item's output against its reference: one the site computes
-    (ROUGE-L, BERTScore) or any other imported under its own name (jury.score_imports)."""
-
-    class Metric(models.TextChoices):
-        """The metrics the site computes itself; imported ones may have any name."""
-
-        ROUGE_L_F1 = "rouge_l_f1", "ROUGE-L F1"
-        BERTSCORE_F1 = "bertscore_f1", "BERTScore F1"
-
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="metric_scores")
-    metric = models.CharField(max_length=100)
-    value = models.FloatField()
-    scorer_model = models.CharField(
-        max_length=300, blank=True, help_text="e.g. the BERTScore model path"
-    )
-    scorer_layer = models.SmallIntegerField(null=True, blank=True)
-    params = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["item", "metric", "scorer_model"], name="metric_score_once_per_scorer"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.metric}={self.value:.4f} on item {self.item_id}"
-
-
-class MetricJob(models.Model):
-    """One request to compute a study's automatic metrics in a worker (from the report page,
-    the demo or the API): queued, running, done with its counts, or failed with the reason,
-    so the pages say where each metric stands instead of a silent "0 metrics"."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-
-    study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="metric_jobs")
-    metrics = models.JSONField(default=list)
-    params = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    error = models.TextField(blank=True)
-    counts = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["study", "-created_at"])]
-
-    def __str__(self) -> str:
-        return f"metrics {','.join(self.metrics)} of study {self.study_id}: {self.status}"
+# Kept in modules of their own (jury.models would pass ~450 lines); imported here so Django
+# and `from jury.models import ...` find them.
+from jury.limit_models import (  # noqa: E402, F401
+    EndpointBreaker,
+    EndpointLimit,
+    JudgeLease,
+    JudgeLimiter,
+)
+from jury.metric_models import MetricJob, MetricScore  # noqa: E402, F401

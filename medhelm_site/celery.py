@@ -1,4 +1,4 @@
-"""The Celery application. Broker and result backend come from settings (see settings.py)."""
+"""The Celery application. Broker and result backend come from settings (settings/workers.py)."""
 
 import os
 from typing import Any

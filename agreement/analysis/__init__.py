@@ -32,6 +32,7 @@ from agreement.analysis.settings import (
     ALPHA_FORM,
     CI_METHODS,
     CLINICIAN_COLUMN,
+    CLINICIAN_FORM_CHOICES,
     CLINICIAN_FORM_RULE,
     DEFAULT_MAX_CI_WIDTH,
     DIFFERENCE_FORM,
@@ -42,6 +43,7 @@ from agreement.analysis.settings import (
     RULE_NOT_APPLIED,
     RULE_NOT_APPLIED_RECORD,
     Settings,
+    clinician_form_rule,
 )
 from agreement.analysis.tidy import TIDY_COLUMNS, dictionary_rows, tidy_scores
 
@@ -51,6 +53,7 @@ __all__ = [
     "CELL_COLUMNS",
     "CI_METHODS",
     "CLINICIAN_COLUMN",
+    "CLINICIAN_FORM_CHOICES",
     "CLINICIAN_FORM_RULE",
     "COST_NOTES",
     "DEFAULT_MAX_CI_WIDTH",
@@ -71,6 +74,7 @@ __all__ = [
     "Sensitivity",
     "Settings",
     "clinician_cell",
+    "clinician_form_rule",
     "comparison_table",
     "criteria_of",
     "criterion_subset",

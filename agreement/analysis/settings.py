@@ -41,6 +41,32 @@ CLINICIAN_FORM_RULE = (
     f"clinicians) the {CLINICIAN_FORMS[ONEWAY]}; each cell records its form "
     "(clinician_form) and why (form_reason)"
 )
+#: The clinician-clinician form when a report asked for one form in every cell.
+CLINICIAN_FORM_ASKED = (
+    "{form} in every cell, as the report asked ({why}), whatever the design; each cell records "
+    "its form (clinician_form) and, where the design would have given the other form, says so "
+    "(form_reason)"
+)
+_ASKED_WHY = {
+    PAIRWISE: "to reproduce MedHELM's published method",
+    ONEWAY: "one form for every design",
+}
+#: What a report may ask for as its clinician-clinician form, as a researcher chooses it.
+CLINICIAN_FORM_CHOICES: dict[str, str] = {
+    BY_DESIGN: "Decided per cell by the design (default)",
+    PAIRWISE: "MedHELM's mean over clinician pairs in every cell (the published method)",
+    ONEWAY: "One-way ICC(1,2) in every cell",
+}
+
+
+def clinician_form_rule(asked: str) -> str:
+    """The method's clinician-clinician form for a report that asked for ``asked`` (one of
+    REQUESTABLE_FORMS): the design's rule, or the one form in every cell."""
+    if asked == BY_DESIGN:
+        return CLINICIAN_FORM_RULE
+    return CLINICIAN_FORM_ASKED.format(form=CLINICIAN_FORMS[asked], why=_ASKED_WHY[asked])
+
+
 #: The interval of the one-way clinician form.
 ONEWAY_CI_METHOD = (
     "F interval of the one-way model (k0 for unequal numbers of ratings per item), mapped to "

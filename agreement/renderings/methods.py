@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agreement.stats.medhelm.form_choice import ONEWAY
+
 #: The packages a reader needs to reproduce the numbers, in the order the paragraph names them.
 PACKAGES = ("numpy", "pandas", "scipy", "krippendorff", "pingouin")
 NOT_RECORDED = "not recorded"
@@ -147,6 +149,17 @@ def _attention_checks(method: Mapping[str, Any]) -> str:
     )
 
 
+def _clinician_form(method: Mapping[str, Any]) -> str:
+    """The clinician-clinician form and, where pairs are averaged in some cell, MedHELM's
+    pairs rule (left out when the report asked for the one-way form in every cell)."""
+    form = (method.get("forms") or {}).get("clinician_clinician", NOT_RECORDED)
+    if method.get("clinician_form") == ONEWAY:
+        return f"Clinician-clinician agreement is the {form}."
+    return (
+        f"Clinician-clinician agreement is the {form}: {method.get('pairwise_rule', NOT_RECORDED)}."
+    )
+
+
 def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
     """One paragraph stating how the report's numbers were computed, from ``method`` (a
     snapshot's stored method record, as stated by services.stated_method)."""
@@ -158,8 +171,7 @@ def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
         f"Each rater's composite score is, {method.get('composite', NOT_RECORDED)}.",
         f"Scores were standardised within rater: {method.get('standardisation', NOT_RECORDED)}.",
         f"The jury score is, {method.get('jury_aggregate', NOT_RECORDED)}.",
-        f"Clinician-clinician agreement is the {forms.get('clinician_clinician', NOT_RECORDED)}: "
-        f"{method.get('pairwise_rule', NOT_RECORDED)}.",
+        _clinician_form(method),
         # absent from reports computed before alpha was reported
         _sentence(f"Krippendorff's alpha was also computed: {forms['alpha']}")
         if forms.get("alpha")

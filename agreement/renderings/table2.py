@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agreement.plots.numbers import DASH, finite, fmt
-from agreement.stats.medhelm.form_choice import PAIRWISE
+from agreement.stats.medhelm.form_choice import ASKED_AGAINST_DESIGN, PAIRWISE
 
 #: Krippendorff's alpha printed beneath each ICC, per level: (stored key, label).
 ALPHA_LEVELS = (("interval", "interval"), ("ordinal", "ordinal"))
@@ -134,9 +134,13 @@ def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | N
 
 
 def form_note(c: Mapping[str, Any]) -> str | None:
-    """The note a clinician-clinician cell gets when the design gave it another form than
-    MedHELM's pair mean (its statistic and why), None otherwise and in older reports."""
-    if c.get("column_kind") != "clinician" or c.get("clinician_form") in (None, PAIRWISE):
+    """The note a clinician-clinician cell gets when it has another form than MedHELM's pair
+    mean, or a form the report asked for against its design (its statistic and why); None
+    otherwise and in older reports."""
+    if c.get("column_kind") != "clinician" or c.get("clinician_form") is None:
+        return None
+    asked = str(c.get("form_reason") or "").startswith(ASKED_AGAINST_DESIGN)
+    if c.get("clinician_form") == PAIRWISE and not asked:
         return None
     return f"clinician-clinician: {c.get('statistic')}; {c.get('form_reason')}"
 

@@ -65,6 +65,7 @@ RECORDED_PARAMETERS = (
     "max_ci_width",
     "values",
     "exclude_flagged",
+    "clinician_form",
 )
 
 
@@ -128,6 +129,7 @@ def settings_of(parameters: Mapping[str, Any]) -> analysis.Settings:
         min_items=parameters["min_items"],
         min_shared_items=parameters["min_shared_items"],
         max_ci_width=parameters["max_ci_width"],
+        clinician_form=parameters["clinician_form"],
     )
 
 
@@ -160,6 +162,7 @@ def _results(
         min_items=s.min_items,
         min_shared_items=s.min_shared_items,
         max_ci_width=s.max_ci_width,
+        clinician_form=s.clinician_form,
         judge_weights=data.judge_weights,
         progress=lambda done, total: progress(STAGE_CELLS, done, total),
     )
@@ -205,7 +208,7 @@ def _method(
         {
             "forms": {
                 "machine_vs_clinicians": analysis.MACHINE_FORM,
-                "clinician_clinician": analysis.CLINICIAN_FORM_RULE,
+                "clinician_clinician": analysis.clinician_form_rule(s.clinician_form),
                 "difference": analysis.DIFFERENCE_FORM,
                 "alpha": analysis.ALPHA_FORM,
                 "names": FORM_NAMES,

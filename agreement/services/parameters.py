@@ -1,8 +1,9 @@
 """A report's parameters: defaults filled in, types and ranges checked, the seed drawn.
 
 ``min_shared_items`` and ``max_ci_width`` are the estimability rule's (with the bounds
-[-1, 1]; agreement.stats.estimability): stored with the snapshot like every parameter, so a
-report states the rule it was computed under."""
+[-1, 1]; agreement.stats.estimability), ``clinician_form`` the clinician-clinician form
+asked for: stored with the snapshot like every parameter, so a report states the rule and
+the form it was computed under."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from agreement.analysis import CI_METHODS, DEFAULT_MAX_CI_WIDTH
 from agreement.errors import ParameterErrors
 from agreement.stats.estimability import WIDEST
+from agreement.stats.medhelm import BY_DESIGN, REQUESTABLE_FORMS
 
 DEFAULT_PARAMETERS: dict[str, Any] = {
     "n_resamples": 1000,
@@ -24,6 +26,9 @@ DEFAULT_PARAMETERS: dict[str, Any] = {
     "max_ci_width": DEFAULT_MAX_CI_WIDTH,
     # Judge scores from flagged verdicts (jury.verdict_flags) are in the table by default.
     "exclude_flagged": False,
+    # the clinician-clinician form: decided per cell by the design, or one form in every cell
+    # (agreement.stats.medhelm.form_choice)
+    "clinician_form": BY_DESIGN,
 }
 MAX_RESAMPLES = 100_000
 MAX_SEED = 2**32 - 1
@@ -92,6 +97,10 @@ def normalise_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
         errors["ci_method"] = f"must be one of {sorted(CI_METHODS)}"
     if p["values"] not in ("latest", "first"):
         errors["values"] = "must be 'latest' or 'first'"
+    if p["clinician_form"] not in REQUESTABLE_FORMS:
+        errors["clinician_form"] = (
+            f"must be one of {', '.join(REQUESTABLE_FORMS)}, got {p['clinician_form']!r}"
+        )
     if not isinstance(p["exclude_flagged"], bool):
         errors["exclude_flagged"] = "must be true or false"
     p["title"] = str(p.get("title") or "").strip()[:300]

@@ -15,7 +15,7 @@ from django.template.loader import render_to_string
 
 from agreement import analysis, plots
 from agreement.models import ReportSnapshot
-from agreement.renderings.table2 import approximate_note
+from agreement.renderings.table2 import approximate_note, form_note
 from agreement.renderings.table2 import caption as table2_caption
 from agreement.services.exports import methods_text, stated_method
 
@@ -46,14 +46,23 @@ def _display(
 ) -> dict[str, Any] | None:
     if cell is None:
         return None
+    # a clinician cell not in MedHELM's pair mean, or in a form asked for against its design:
+    # its form and why
+    note = form_note(cell)
     if cell.get("status") == "not_estimable":  # the reason instead of any number
-        return {**cell, "estimate_text": analysis.NOT_ESTIMABLE, "ci_text": plots.DASH}
+        return {
+            **cell,
+            "estimate_text": analysis.NOT_ESTIMABLE,
+            "ci_text": plots.DASH,
+            "form_note": note,
+        }
     return {
         **cell,
         "estimate_text": plots.fmt(cell.get("estimate")),
         "ci_text": plots.fmt_ci(cell.get("ci_low"), cell.get("ci_high")),
         "alphas": _alphas(cell),
         "approximate_note": approximate_note(cell, method or {}),
+        "form_note": note,
     }
 
 

@@ -72,7 +72,7 @@ _SOURCE = bytes | Path | IO[bytes]
 @dataclass(frozen=True)
 class ZipLimits:
     """Most bytes one member and the whole zip may unpack to, and most members a zip may
-    list. Defaults: settings.MEDHELM_IMPORT_ZIP_MAX_* (see medhelm_site/settings.py)."""
+    list. Defaults: settings.MEDHELM_IMPORT_ZIP_MAX_* (see medhelm_site/settings/core.py)."""
 
     member_bytes: int
     total_bytes: int

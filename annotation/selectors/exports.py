@@ -1,11 +1,23 @@
-"""The ratings export: submitted ratings in long format, raters named by pseudonym only."""
+"""The ratings export: submitted ratings in long format, raters named by pseudonym only.
+
+Each row says whether its item is an attention check (annotation.checks_models) and, for
+the row's criterion, the range that passes, so a researcher can leave the checks out or
+score them. Only study readers (coordinators, researchers) get this export; raters never
+do, so planted checks stay hidden from them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from annotation.models import Assignment, ImportedRating, Rating, RatingStudy, StudyMembership
+from annotation.models import (
+    Assignment,
+    AttentionCheck,
+    ImportedRating,
+    Rating,
+    RatingStudy,
+    StudyMembership,
+)
 
 ValueChoice = Literal["latest", "first"]
 
@@ -24,6 +36,11 @@ EXPORT_COLUMNS = [
     "first_submitted_at",
     "latest_submitted_at",
     "revised",
+    # planted attention checks: whether the item is one, and the range of this criterion
+    # that passes (empty where the check does not name the criterion)
+    "attention_check",
+    "expected_low",
+    "expected_high",
 ]
 
 
@@ -33,10 +50,14 @@ def rating_export_rows(
     """Submitted ratings in long format, one row per (item, criterion, rater).
 
     `values="first"` gives each rating as first submitted; "latest" as it stands now.
-    Drafts are not ratings and never appear.
+    Drafts are not ratings and never appear. Attention-check items are marked, with the
+    expected range of the row's criterion (see the module docstring).
     """
     if values not in ("latest", "first"):
         raise ValueError(f"values must be 'latest' or 'first', got {values!r}")
+    checks: dict[int, dict[str, list[int]]] = dict(
+        AttentionCheck.objects.filter(study=study).values_list("item_id", "expected")
+    )
     pseudonyms = dict(
         StudyMembership.objects.filter(
             study=study, role=StudyMembership.Role.CLINICIAN
@@ -53,6 +74,8 @@ def rating_export_rows(
         a = r.assignment
         item = a.item
         first = values == "first"
+        expected = checks.get(item.pk)
+        low, high = (expected or {}).get(r.criterion.key) or (None, None)
         yield {
             "item_id": item.pk,
             "external_id": item.external_id,
@@ -68,6 +91,9 @@ def rating_export_rows(
             "first_submitted_at": r.first_submitted_at.isoformat() if r.first_submitted_at else "",
             "latest_submitted_at": a.submitted_at.isoformat() if a.submitted_at else "",
             "revised": (r.first_value, r.first_cannot_assess) != (r.value, r.cannot_assess),
+            "attention_check": expected is not None,
+            "expected_low": low,
+            "expected_high": high,
         }
 
 

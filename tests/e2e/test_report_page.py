@@ -1,18 +1,21 @@
 """The report page in Chromium: Table 2's cells show ICC and both alphas legibly, the jury
 composition and the machine-score status panel are visible, the header states what the
-report was computed on. A screenshot is written for a person to look at
+report was computed on; the settings form takes the clinician-clinician form. A screenshot is written for a person to look at
 (REPORT_SCREENSHOT, default the pytest tmp dir)."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from django.test import Client
 from playwright.sync_api import expect
 
-from agreement import services
+from agreement import analysis, services
+from agreement.models import ReportSnapshot
+from agreement.stats.medhelm import ASKED_AGAINST_DESIGN, BY_DESIGN, PAIRWISE
 from jury.models import Judge, JudgeScore
 from tests.agreement.factories import build_study
 
@@ -94,4 +97,34 @@ def test_report_page_shows_alpha_compositions_and_status(live_server, browser, t
     out = Path(os.environ.get("REPORT_SCREENSHOT", tmp_path / "report.png"))
     page.screenshot(path=str(out), full_page=True)
     assert out.stat().st_size > 10_000
+    context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(600)
+@pytest.mark.django_db(transaction=True)
+def test_a_researcher_chooses_the_clinician_form_in_the_settings_form(
+    live_server, browser, settings
+):
+    settings.AGREEMENT_REPORTS_IN_BACKGROUND = False  # computed in the request: no worker here
+    built = build_study(n_items=12, n_clinicians=4, leave_pending=2)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    _login(context, live_server, built.members.researcher)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/studies/{built.study.pk}/agreement/")
+    choice = page.get_by_label("Clinician-clinician form")
+    expect(choice).to_have_value(BY_DESIGN)
+    page.fill("#id_n_resamples", "10")
+    page.fill("#id_seed", "3")
+    choice.select_option(PAIRWISE)
+    # the report is computed in the request: on a loaded machine that outlasts a click's wait
+    page.click("[data-testid=new-report] button[type=submit]", no_wait_after=True)
+    page.wait_for_url(re.compile(r"/agreement/\d+/$"), timeout=300_000)
+    snap = ReportSnapshot.objects.get(study=built.study)
+    assert snap.parameters["clinician_form"] == PAIRWISE
+    expect(page.get_by_test_id("clinician-form-method")).to_contain_text(
+        analysis.clinician_form_rule(PAIRWISE)
+    )
+    # the study's design would give the one-way form: Table 2 says the pair mean was asked for
+    expect(page.get_by_test_id("table2")).to_contain_text(ASKED_AGAINST_DESIGN)
     context.close()

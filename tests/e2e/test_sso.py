@@ -43,7 +43,8 @@ def sso_on(settings, provider):
     settings.MEDHELM_OIDC_CLIENT_SECRET = provider.client_secret
     settings.MEDHELM_OIDC_ISSUER = provider.issuer
     settings.MEDHELM_OIDC_PROVIDER_NAME = PROVIDER_NAME
-    # As settings.py does for a configured issuer: the logout form may end at the provider.
+    # As medhelm_site.settings.identity does for a configured issuer: the logout form may
+    # end at the provider.
     policy = copy.deepcopy(settings.CONTENT_SECURITY_POLICY)
     policy["DIRECTIVES"]["form-action"].append(provider.url)
     settings.CONTENT_SECURITY_POLICY = policy

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agreement import analysis, selectors, services
 from agreement.errors import AgreementError
+from agreement.stats.medhelm import REQUESTABLE_FORMS
 from annotation.models import RatingStudy
 
 
@@ -38,6 +39,12 @@ class Command(BaseCommand):
             "--max-ci-width",
             type=float,
             help="Estimability rule: widest interval still estimable (default 1.0).",
+        )
+        parser.add_argument(
+            "--clinician-form",
+            choices=list(REQUESTABLE_FORMS),
+            help="Clinician-clinician form: decided per cell by the design (default), or "
+            "MedHELM's pair mean (medhelm_pairwise) or the one-way form (oneway_z) everywhere.",
         )
         parser.add_argument(
             "--exclude-flagged",
@@ -73,6 +80,7 @@ class Command(BaseCommand):
                 "min_shared_items": options["min_shared_items"],
                 "max_ci_width": options["max_ci_width"],
                 "exclude_flagged": options["exclude_flagged"],
+                "clinician_form": options["clinician_form"],
                 "title": options["title"],
             }
             try:

@@ -19,6 +19,7 @@ Step 5 and its intervals take an optional estimability rule
 from .alpha import ALPHA_LEVELS, ClinicianAlphaStatistic, MachineAlphaStatistic
 from .composite import DEGENERATE_POLICIES, composite_scores, zscore_within_rater
 from .form_choice import (
+    ASKED_AGAINST_DESIGN,
     BY_DESIGN,
     CLINICIAN_FORMS,
     ONEWAY,
@@ -46,6 +47,7 @@ from .pairwise import (
 
 __all__ = [
     "ALPHA_LEVELS",
+    "ASKED_AGAINST_DESIGN",
     "BY_DESIGN",
     "CLINICIAN_FORMS",
     "DEGENERATE_POLICIES",

@@ -33,6 +33,8 @@ CLINICIAN_FORMS: dict[str, str] = {
 #: every cell (MedHELM's pair mean everywhere, to reproduce the published method as it is).
 BY_DESIGN = "design"
 REQUESTABLE_FORMS = (BY_DESIGN, PAIRWISE, ONEWAY)
+#: How the reason of a form asked for against the design begins (the design's reason follows).
+ASKED_AGAINST_DESIGN = "asked for; the design would give the other form"
 #: An incomplete design keeps MedHELM's pair mean when every pair shares this many items.
 PAIRWISE_MIN_SHARED_ITEMS: int = MIN_ITEMS_CHECKED
 COMPLETE, INCOMPLETE = "complete", "incomplete"
@@ -75,7 +77,7 @@ def choose_clinician_form(clinician_rows: pd.DataFrame, *, asked: str = BY_DESIG
         asked,
         by_design.design,
         by_design.min_shared_items,
-        f"asked for; the design would give the other form ({by_design.reason})",
+        f"{ASKED_AGAINST_DESIGN} ({by_design.reason})",
     )
 
 
