@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install chromium axe latex helm lint bench clean
+.PHONY: demo test install chromium axe latex nginx helm lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,15 @@ latex:
 	  else echo "pdflatex is missing: install Debian's texlive-latex-recommended for the LaTeX test." >&2; fi; \
 	fi
 
+# nginx runs in front of gunicorn in the production layout's test, with docs/deploy/nginx.conf
+# (Debian's nginx-light, about 1 MB; the test starts its own nginx, never the system's).
+nginx:
+	@if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light) >/dev/null; \
+	  else echo "nginx is missing: install Debian's nginx-light to test docs/deploy/nginx.conf." >&2; fi; \
+	fi
+
 # crfm-helm in a venv of its own (its pins clash with the site's): the import tests run its
 # helm-run offline with the built-in simple/model1 model to make real HELM suites.
 HELM_VERSION := 0.5.16
@@ -65,7 +74,7 @@ $(HELM_STAMP):
 
 helm: $(HELM_STAMP)
 
-test: install chromium axe latex helm
+test: install chromium axe latex nginx helm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
