@@ -119,12 +119,11 @@ def _pairs(
 
 def rater_calibration(*, study: RatingStudy, user: AbstractBaseUser) -> RaterCalibration:
     """The rater's calibration progress; once every calibration item dealt to them is
-    submitted, their first answers beside the reference and the agreement. Before that no
-    reference value leaves the database."""
+    submitted, their first answers beside the reference and the agreement. Before that it
+    carries no reference value."""
     assignments = list(
         _calibration_assignments(study, user.pk)
         .select_related("item__calibration_item")
-        .only("id", "handle", "status", "position", "item__input_text", "item__calibration_item")
         .order_by("position")
     )
     submitted = [a for a in assignments if a.status == Assignment.Status.SUBMITTED]
