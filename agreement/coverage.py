@@ -87,6 +87,7 @@ def coverage_of(
     flagged: Counter[str] | None = None,
     exclude_flagged: bool = False,
     attention_checks_excluded: int = 0,
+    calibration_items_excluded: int = 0,
 ) -> dict[str, Any]:
     """The coverage section of a report, from the score table and what it left out."""
     rated = set(table.loc[table["rater_kind"] == "clinician", "item"].unique())
@@ -108,4 +109,6 @@ def coverage_of(
         "judge_calls": _judge_calls(calls),
         # planted items with an obvious answer, left out of the table and of `n_items`
         "attention_checks_excluded": attention_checks_excluded,
+        # items rated by every rater against a reference (calibration), likewise left out
+        "calibration_items_excluded": calibration_items_excluded,
     }

@@ -105,26 +105,35 @@ def _unique_labels(labels: dict[str, set[str]]) -> dict[tuple[str, str], str]:
     }
 
 
-def _items_frame(study: RatingStudy) -> tuple[pd.DataFrame, set[int]]:
+def _items_frame(study: RatingStudy) -> tuple[pd.DataFrame, set[int], set[int]]:
     """Every item of the study with its model, benchmark and category, but the attention
-    checks (planted items with an obvious answer: no part of the agreement statistics),
-    whose ids come second. Two queries."""
+    checks (planted items with an obvious answer) and the calibration items (rated by every
+    rater against a reference): no part of the agreement statistics; their ids come second
+    and third. Two queries."""
     categories = _categories(study)
     item_rows = (
         Item.objects.filter(study=study)
         .order_by("pk")
         .values_list(
-            "pk", "external_id", "model_name", "benchmark", "taxonomy_node_id", "attention_check"
+            "pk",
+            "external_id",
+            "model_name",
+            "benchmark",
+            "taxonomy_node_id",
+            "attention_check",
+            "calibration_item",
         )
     )
-    rows, checks = [], set()
-    for pk, ext, model, bench, node, check in item_rows:
+    rows, checks, calibration = [], set(), set()
+    for pk, ext, model, bench, node, check, calibrating in item_rows:
         if check is not None:
             checks.add(pk)
+        elif calibrating is not None:
+            calibration.add(pk)
         else:
             rows.append((pk, ext, model, bench or NO_BENCHMARK, categories.get(node, NO_CATEGORY)))
     frame = pd.DataFrame(rows, columns=["item", "external_id", "model", "benchmark", "category"])
-    return frame, checks
+    return frame, checks, calibration
 
 
 @dataclass
@@ -306,16 +315,17 @@ def score_data(
     """
     if values not in ("latest", "first"):
         raise AgreementError(f"values must be 'latest' or 'first', got {values!r}", field="values")
-    items, checks = _items_frame(study)
+    items, checks, calibration = _items_frame(study)
+    left_out = checks | calibration
     criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
-    clinicians = _clinician_scores(study, first=values == "first", leave_out=checks)
+    clinicians = _clinician_scores(study, first=values == "first", leave_out=left_out)
     judges = _judge_scores(study, exclude_flagged=exclude_flagged)
     metrics = _metric_scores(study)
     labels = _labels(clinicians, judges, metrics)
     table = _long_table(items, clinicians, judges, metrics, labels)
-    # Judge and metric scores of attention checks go too: the checks are no part of any
-    # statistic (the method section says how many there were).
-    table = table.loc[~table["item"].isin(checks)].reset_index(drop=True)
+    # Judge and metric scores of attention checks and calibration items go too: they are no
+    # part of any statistic (the method section says how many there were).
+    table = table.loc[~table["item"].isin(left_out)].reset_index(drop=True)
     calls = _calls_frame(study, items)
     coverage = coverage_of(
         table=table,
@@ -328,6 +338,7 @@ def score_data(
         flagged=judges.flagged,
         exclude_flagged=exclude_flagged,
         attention_checks_excluded=len(checks),
+        calibration_items_excluded=len(calibration),
     )
     weights = {
         labels[("judge", name)]: w

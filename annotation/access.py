@@ -21,6 +21,11 @@ from annotation.services.membership import acting_roles
 Role = StudyMembership.Role
 # Who may read a study's aggregate progress and exports.
 STUDY_READERS = (Role.COORDINATOR, Role.RESEARCHER)
+#: Why a rater's ordinary item is closed to them (rater_assignment's calibration_open).
+CALIBRATION_FIRST = (
+    "Rate your calibration items first: your queue opens once you have compared your "
+    "ratings with the reference."
+)
 
 
 def get_study_for_user(

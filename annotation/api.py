@@ -8,6 +8,7 @@ field and reason (medhelm_site.domain_errors.api_exception_handler); anything el
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -19,7 +20,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors, services
-from annotation.access import STUDY_READERS, Role, get_study_for_user, rater_assignment
+from annotation.access import (
+    CALIBRATION_FIRST,
+    STUDY_READERS,
+    Role,
+    get_study_for_user,
+    rater_assignment,
+)
 from annotation.models import Assignment, RatingStudy
 from annotation.serializers import (
     AnswersSerializer,
@@ -40,6 +47,8 @@ def _own_assignment(request: Request, handle: str) -> Assignment:
     assignment = rater_assignment(user=request.user, handle=handle)
     if assignment is None:
         raise Http404("No such assignment in your queue.")
+    if assignment.calibration_open and not assignment.is_calibration:
+        raise PermissionDenied(CALIBRATION_FIRST)
     return assignment
 
 
@@ -169,6 +178,8 @@ class SubmitApi(APIView):
             answers=answers,
             time_spent_seconds=seconds,
         )
+        if assignment.is_calibration:  # the last one records the rater's calibration
+            services.advance_calibration(study=assignment.study, clinician=request.user)
         view = selectors.rater_item(assignment=submitted.assignment, answers=submitted.answers)
         return Response(RaterItemSerializer(view).data)
 

@@ -431,9 +431,10 @@ class SampleDraw(models.Model):
 
 
 def items_to_rate(study: RatingStudy) -> models.QuerySet[Item]:
-    """The items clinicians are dealt: the latest draw's, or every item without a draw. (Here,
+    """The items clinicians are dealt: the latest draw's, or every item without a draw; never
+    a calibration item (dealt to every rater apart, services.calibration). (Here,
     beside the model, so that assignment and the selectors share the one rule.)"""
-    items = Item.objects.filter(study=study)
+    items = Item.objects.filter(study=study, calibration_item__isnull=True)
     draw = SampleDraw.objects.filter(study=study).first()
     return items.filter(sample_draws=draw) if draw is not None else items
 
@@ -460,4 +461,5 @@ class AgreementWatch(models.Model):
 
 # Kept in its own module (annotation.models would pass ~400 lines); imported here so Django
 # and `from annotation.models import ...` find it.
+from annotation.calibration_models import CalibrationCompletion, CalibrationItem  # noqa: E402, F401
 from annotation.checks_models import AttentionCheck  # noqa: E402, F401

@@ -1,6 +1,15 @@
 from django.urls import path
 
-from annotation.views import attention_checks, audit_log, coordinator, home, rating, sampling, watch
+from annotation.views import (
+    attention_checks,
+    audit_log,
+    calibration,
+    coordinator,
+    home,
+    rating,
+    sampling,
+    watch,
+)
 
 app_name = "annotation"
 
@@ -19,6 +28,8 @@ urlpatterns = [
         attention_checks.export_checks,
         name="export-checks",
     ),
+    path("<int:study_id>/calibration/", calibration.calibration_page, name="calibration"),
+    path("<int:study_id>/calibration/mine/", calibration.my_calibration, name="my-calibration"),
     path("<int:study_id>/sample/", sampling.sample_page, name="sample"),
     path("<int:study_id>/assign/", coordinator.assign, name="assign"),
     path("<int:study_id>/lock/", coordinator.lock, name="lock"),

@@ -160,6 +160,43 @@ def _clinician_form(method: Mapping[str, Any]) -> str:
     )
 
 
+def _calibration(method: Mapping[str, Any]) -> str:
+    """The calibration items left out, and each rater's agreement with their reference
+    (absent from reports computed before calibration items existed)."""
+    record = method.get("calibration")
+    if not isinstance(record, Mapping) or not isinstance(record.get("n_items"), int):
+        return ""
+    n = record["n_items"]
+    if n == 0:
+        return "No calibration items were used."
+    raters = [r for r in record.get("raters") or [] if r.get("n")]
+    per_rater = "; ".join(
+        f"{r.get('rater')} {_share(r.get('exact'))} exact, mean absolute difference "
+        f"{_number(r.get('mean_abs_diff'))}"
+        + (
+            f", weighted kappa {_number(r.get('weighted_kappa'))}"
+            if r.get("weighted_kappa") is not None
+            else ""
+        )
+        for r in raters
+    )
+    return (
+        f"{_count(n, 'calibration item')} with a reference rating agreed by senior clinicians "
+        f"{'was' if n == 1 else 'were'} rated by each rater before their other items and "
+        f"excluded from every statistic; agreement with the reference (values as first "
+        f"submitted; {record.get('kappa', NOT_RECORDED)}): "
+        f"{per_rater or 'no rater had rated them'}."
+    )
+
+
+def _share(value: Any) -> str:
+    return NOT_RECORDED if not isinstance(value, (int, float)) else f"{round(100 * value)}%"
+
+
+def _number(value: Any) -> str:
+    return NOT_RECORDED if not isinstance(value, (int, float)) else f"{value:.2f}"
+
+
 def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
     """One paragraph stating how the report's numbers were computed, from ``method`` (a
     snapshot's stored method record, as stated by services.stated_method)."""
@@ -184,6 +221,7 @@ def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
         _counts(method),
         _sample(method),
         _attention_checks(method),
+        _calibration(method),
         f"Computed with medhelm-studio ({_versions(method)}; the ICC forms are checked against "
         f"pingouin's intraclass_corr) on a score table whose SHA-256 hash is {input_hash}.",
     ]

@@ -233,6 +233,9 @@ def _method(
                 "in_score_table": int(table["item"].nunique()),
             },
             "attention_checks_excluded": data.coverage.get("attention_checks_excluded", 0),
+            # calibration items (left out like the checks) and each rater's agreement with
+            # their reference, values as first submitted
+            "calibration": annotation_selectors.calibration_record(study=study),
             "n_raters": {k: int(kinds.get(k, 0)) for k in ("clinician", "judge", "jury", "metric")},
             # the draw in force: which items clinicians were dealt (None: all of them)
             "sample": annotation_selectors.sample_record(study=study),

@@ -8,7 +8,14 @@ import logging
 import pandas as pd
 
 from agreement.stats.watch import WATCH_COLUMNS, watch_summary
-from annotation.models import Assignment, AttentionCheck, Rating, RatingStudy, StudyMembership
+from annotation.models import (
+    Assignment,
+    AttentionCheck,
+    CalibrationItem,
+    Rating,
+    RatingStudy,
+    StudyMembership,
+)
 from annotation.services.watch import (
     record_watch_failure,
     record_watch_snapshot,
@@ -27,7 +34,7 @@ WATCH_SEED = 20240601
 def watch_ratings(*, study_id: int) -> pd.DataFrame:
     """One row per submitted clinician rating with a value (cannot-assess answers have
     none), raters by pseudonym, ordered by the assignment's first submission; attention
-    checks left out."""
+    checks and calibration items left out."""
     pseudonyms = dict(
         StudyMembership.objects.filter(
             study_id=study_id, role=StudyMembership.Role.CLINICIAN
@@ -39,6 +46,8 @@ def watch_ratings(*, study_id: int) -> pd.DataFrame:
         value__isnull=False,
         # attention checks are planted items with an obvious answer: no part of agreement
         assignment__item__attention_check__isnull=True,
+        # calibration items are rated by every rater against a reference: no part either
+        assignment__item__calibration_item__isnull=True,
     ).values_list(
         "assignment__item_id",
         "criterion__key",
@@ -70,5 +79,8 @@ def refresh_watch(*, study_id: int) -> dict[str, object]:
         record_watch_failure(study_id=study_id, reason=f"{type(exc).__name__}: {exc}")
         raise
     summary["attention_checks_excluded"] = AttentionCheck.objects.filter(study_id=study_id).count()
+    summary["calibration_items_excluded"] = CalibrationItem.objects.filter(
+        study_id=study_id
+    ).count()
     record_watch_snapshot(study_id=study_id, summary=summary, submissions=submissions)
     return {"study": study_id, "submissions": submissions}

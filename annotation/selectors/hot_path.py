@@ -24,6 +24,7 @@ from django.db.models import Model
 
 from annotation.models import (
     Assignment,
+    CalibrationItem,
     Item,
     Rating,
     RatingStudy,
@@ -119,24 +120,35 @@ def rater_assignment(
 ) -> Assignment | None:
     """The user's own (not withdrawn) assignment with this handle (in this study, if given),
     with its study and item, carrying `rates_in_study`: whether the user is an active
-    clinician of its study. One query (annotation.access.rater_assignment checks access)."""
+    clinician of its study; `is_calibration`: whether its item is a calibration item; and
+    `calibration_open`: whether the user has calibration items still to rate in the study
+    (their ordinary work waits until they are done). One query
+    (annotation.access.rater_assignment checks access)."""
     where = "a.handle = %s AND a.clinician_id = %s AND a.status <> %s"
     params: list[Any] = [handle, user.pk, Assignment.Status.WITHDRAWN]
     if study_id is not None:
         where += " AND a.study_id = %s"
         params.append(study_id)
-    member = (
+    calibration = _table(CalibrationItem)
+    extra = (
         f", EXISTS (SELECT 1 FROM {_table(StudyMembership)} m WHERE m.study_id = a.study_id "
         "AND m.user_id = %s AND m.role = %s AND m.is_active)"
+        f", EXISTS (SELECT 1 FROM {calibration} k WHERE k.item_id = a.item_id)"
+        f", EXISTS (SELECT 1 FROM {_table(Assignment)} q JOIN {calibration} k "
+        "ON k.item_id = q.item_id WHERE q.study_id = a.study_id "
+        "AND q.clinician_id = a.clinician_id AND q.status IN (%s, %s))"
     )
-    sql, parts = _assignment_sql(where, extra=member)
+    open_ = [Assignment.Status.PENDING, Assignment.Status.IN_PROGRESS]
+    sql, parts = _assignment_sql(where, extra=extra)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [user.pk, StudyMembership.Role.CLINICIAN, *params])
+        cursor.execute(sql, [user.pk, StudyMembership.Role.CLINICIAN, *open_, *params])
         row = cursor.fetchone()
     if row is None:
         return None
-    assignment, extra = _load_assignment(row, parts)
-    assignment.rates_in_study = bool(row[extra])
+    assignment, extra_at = _load_assignment(row, parts)
+    assignment.rates_in_study = bool(row[extra_at])
+    assignment.is_calibration = bool(row[extra_at + 1])
+    assignment.calibration_open = bool(row[extra_at + 2])
     return assignment
 
 
@@ -214,12 +226,15 @@ def rubric_answers(*, assignment: Assignment) -> list[tuple[RubricCriterion, Sto
 
 def resume_target(*, user: AbstractBaseUser, study_id: int) -> tuple[set[str], str | None]:
     """The user's active roles in the study and, in the same query, the handle of the
-    assignment a clinician left off at (a started draft first, else the next unstarted)."""
+    assignment a clinician left off at: their calibration items before anything else
+    (annotation.services.calibration), then a started draft, else the next unstarted."""
     a = _table(Assignment)
     sql = (
         f"SELECT m.role, (SELECT q.handle FROM {a} q WHERE q.study_id = m.study_id "
         "AND q.clinician_id = m.user_id AND q.status IN (%s, %s) "
-        "ORDER BY CASE WHEN q.status = %s THEN 0 ELSE 1 END, q.position LIMIT 1) "
+        f"ORDER BY CASE WHEN EXISTS (SELECT 1 FROM {_table(CalibrationItem)} k "
+        "WHERE k.item_id = q.item_id) THEN 0 ELSE 1 END, "
+        "CASE WHEN q.status = %s THEN 0 ELSE 1 END, q.position LIMIT 1) "
         f"FROM {_table(StudyMembership)} m WHERE m.study_id = %s AND m.user_id = %s "
         "AND m.is_active"
     )

@@ -51,7 +51,7 @@ class ItemReview:
 def study_item(*, study: RatingStudy, item_id: int) -> Item | None:
     return (
         Item.objects.filter(study=study, pk=item_id)
-        .select_related("taxonomy_node", "attention_check")
+        .select_related("taxonomy_node", "attention_check", "calibration_item")
         .first()
     )
 

@@ -6,6 +6,11 @@ for each user-facing change. Callers use `from annotation import services; servi
 """
 
 from annotation.services.assignment import assign_items
+from annotation.services.calibration import (
+    advance_calibration,
+    mark_calibration_item,
+    unmark_calibration_item,
+)
 from annotation.services.checks import mark_attention_check, unmark_attention_check
 from annotation.services.flags import resolve_flag
 from annotation.services.items import ItemRow, ItemsCreated, create_items
@@ -52,6 +57,7 @@ __all__ = [
     "LongImportSummary",
     "Submitted",
     "add_member",
+    "advance_calibration",
     "assign_items",
     "create_items",
     "create_study",
@@ -61,6 +67,7 @@ __all__ = [
     "flag_assignment",
     "import_ratings",
     "mark_attention_check",
+    "mark_calibration_item",
     "new_seed",
     "plan_draw",
     "record_watch_failure",
@@ -74,6 +81,7 @@ __all__ = [
     "submit_answers",
     "submit_assignment",
     "unmark_attention_check",
+    "unmark_calibration_item",
     "update_study",
     "validate_criteria",
 ]

@@ -14,6 +14,8 @@ from annotation.design import Design, balanced_design
 from annotation.errors import AnnotationError
 from annotation.models import (
     Assignment,
+    CalibrationCompletion,
+    CalibrationItem,
     Item,
     RatingStudy,
     StudyMembership,
@@ -62,6 +64,8 @@ def assign_items(
     )
     new_rows = _new_assignments(study, design, kept)
     Assignment.objects.bulk_create(new_rows, batch_size=2000)
+    # calibration items go to every rater apart from the design (annotation.services.calibration)
+    calibration = deal_calibration(study=study)
     study.assignment_seed = seed
     study.save(update_fields=["assignment_seed"])
     audit.record(
@@ -74,9 +78,10 @@ def assign_items(
             "created": len(new_rows),
             "kept": sum(len(v) for v in fixed.values()),
             "clinicians": len(clinician_ids),
+            "calibration": calibration,
         },
     )
-    return len(new_rows)
+    return len(new_rows) + calibration
 
 
 def _clear_unstarted(study: RatingStudy) -> None:
@@ -157,3 +162,56 @@ def _new_assignments(
         row.position = pos
         next_position[row.clinician_id] = pos + 1
     return new_rows
+
+
+def deal_calibration(*, study: RatingStudy) -> int:
+    """Give every active clinician who has not completed calibration each calibration item
+    they lack (after their own work; the resume redirect sends them to calibration first).
+    A withdrawn calibration assignment of an active rater is restored. Returns how many
+    were created. Called inside the caller's transaction (assign_items, marking)."""
+    item_ids = list(CalibrationItem.objects.filter(study=study).values_list("item_id", flat=True))
+    if not item_ids:
+        return 0
+    done = CalibrationCompletion.objects.filter(study=study).values_list("clinician_id")
+    raters = list(
+        StudyMembership.objects.filter(
+            study=study, role=StudyMembership.Role.CLINICIAN, is_active=True, is_imported=False
+        )
+        .exclude(user_id__in=done)
+        .values_list("user_id", flat=True)
+    )
+    existing = Assignment.objects.filter(study=study, item_id__in=item_ids, clinician_id__in=raters)
+    for a in existing.filter(status=Assignment.Status.WITHDRAWN):
+        a.status = (
+            Assignment.Status.SUBMITTED
+            if a.submitted_at is not None
+            else Assignment.Status.IN_PROGRESS
+            if a.ratings.exists()
+            else Assignment.Status.PENDING
+        )
+        a.save(update_fields=["status", "updated_at"])
+    have = set(existing.values_list("item_id", "clinician_id"))
+    top = dict(
+        Assignment.objects.filter(study=study, clinician_id__in=raters)
+        .values("clinician_id")
+        .annotate(top=Max("position"))
+        .values_list("clinician_id", "top")
+    )
+    rows = []
+    for user_id in raters:
+        position = (top.get(user_id) or 0) + 1
+        for item_id in item_ids:
+            if (item_id, user_id) in have:
+                continue
+            rows.append(
+                Assignment(
+                    study=study,
+                    item_id=item_id,
+                    clinician_id=user_id,
+                    position=position,
+                    handle=new_assignment_handle(),
+                )
+            )
+            position += 1
+    Assignment.objects.bulk_create(rows)
+    return len(rows)

@@ -15,7 +15,14 @@ from django.db import transaction
 
 from annotation import audit
 from annotation.errors import AnnotationError
-from annotation.models import AttentionCheck, Item, RatingStudy, StudyMembership, items_to_rate
+from annotation.models import (
+    AttentionCheck,
+    CalibrationItem,
+    Item,
+    RatingStudy,
+    StudyMembership,
+    items_to_rate,
+)
 from annotation.selectors.studies import roles_in_study
 from annotation.services.membership import acting_roles
 from medhelm_site.common.text_limits import checked_column_text
@@ -74,6 +81,11 @@ def mark_attention_check(
     item = Item.objects.filter(study=study, pk=item_id).first()
     if item is None:
         raise AnnotationError(f"no item {item_id} in this study", field="item")
+    if CalibrationItem.objects.filter(item=item).exists():
+        raise AnnotationError(
+            f"item {item_id} is a calibration item: unmark it on the calibration page first",
+            field="item",
+        )
     if not items_to_rate(study).filter(pk=item.pk).exists():
         raise AnnotationError(
             f"item {item_id} is outside the sample drawn for clinicians: no rater would see it",

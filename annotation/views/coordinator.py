@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 
 from annotation import imports, selectors, services
 from annotation.access import STUDY_READERS, Role, get_study_for_user
+from annotation.calibration_stats import MIN_KAPPA_PAIRS
 from annotation.errors import AnnotationError
 from annotation.forms import CriterionFormSet, ImportForm, MemberForm, StudyForm, criteria_initial
 from annotation.models import ImportJob, RatingStudy
@@ -132,6 +133,8 @@ def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
             "short_items": short_items,
             "flagged": selectors.flagged_items(study=study),
             "check_results": selectors.check_results(study=study),
+            "calibration_results": selectors.calibration_results(study=study),
+            "min_kappa_pairs": MIN_KAPPA_PAIRS,
             # The last stored snapshot only: it is computed by a worker, never here.
             "watch": selectors.agreement_watch(study=study),
             "import_jobs": study.import_jobs.all()[:10] if is_coordinator else [],

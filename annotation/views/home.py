@@ -41,5 +41,6 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
             "done": done,
             "total": len(assignments),
             "percent_done": round(100 * done / len(assignments)) if assignments else 100,
+            "calibration": selectors.rater_calibration(study=study, user=request.user),
         },
     )

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from annotation import selectors, services
-from annotation.access import Role, get_study_for_user, rater_assignment
+from annotation.access import CALIBRATION_FIRST, Role, get_study_for_user, rater_assignment
 from annotation.errors import AnnotationError
 from annotation.models import Assignment, RatingStudy, RubricCriterion
 
@@ -67,6 +67,9 @@ def rate(request: HttpRequest, study_id: int, handle: str) -> HttpResponse:
     if assignment is None:
         raise Http404("No such item in your queue.")
     study = assignment.study
+    if assignment.calibration_open and not assignment.is_calibration:
+        messages.info(request, CALIBRATION_FIRST)
+        return redirect("annotation:resume", study_id=study.pk)
     if request.method != "POST":
         return _rating_page(request, study, assignment)
     was_submitted = assignment.status == Assignment.Status.SUBMITTED
@@ -81,6 +84,8 @@ def rate(request: HttpRequest, study_id: int, handle: str) -> HttpResponse:
     except AnnotationError as exc:
         assignment.refresh_from_db()
         return _rating_page(request, study, assignment, posted=request.POST, errors=exc.as_dict())
+    if assignment.is_calibration:
+        return _after_calibration_submit(request, study, was_submitted)
     position = selectors.queue_position(assignment=assignment)
     # The next page confirms what the server now holds: a revision is easy to doubt.
     messages.success(
@@ -92,6 +97,21 @@ def rate(request: HttpRequest, study_id: int, handle: str) -> HttpResponse:
     if position.next_unfinished:
         return redirect("annotation:rate", study_id=study.pk, handle=position.next_unfinished)
     return redirect(reverse("annotation:queue", kwargs={"study_id": study.pk}) + "?done=1")
+
+
+def _after_calibration_submit(
+    request: HttpRequest, study: RatingStudy, was_submitted: bool
+) -> HttpResponse:
+    """The rater's next calibration item, or (all rated) how they compare with the
+    reference, from where their queue opens."""
+    handle = services.advance_calibration(study=study, clinician=request.user)
+    messages.success(
+        request,
+        "Your revision is saved." if was_submitted else "Calibration item submitted.",
+    )
+    if handle is not None:
+        return redirect("annotation:rate", study_id=study.pk, handle=handle)
+    return redirect("annotation:my-calibration", study_id=study.pk)
 
 
 def _rating_page(
@@ -128,6 +148,8 @@ def _rating_page(
             "keys": _legend_keys(criteria),
             "other_errors": {k: v for k, v in errors.items() if k not in keys},
             "locked": study.is_locked,
+            # read with the assignment (hot_path.rater_assignment): no query of its own
+            "calibration": getattr(assignment, "is_calibration", False),
         },
         status=400 if errors else 200,
     )

@@ -9,6 +9,7 @@ import pytest
 PURE_MODULES = [
     "agreement.renderings",
     "agreement.stats",
+    "annotation.calibration_stats",
     "delphi.consensus",
     "delphi.stats",
     "delphi.stats.display",

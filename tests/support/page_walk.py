@@ -155,6 +155,32 @@ class World:
         )
 
     @cached_property
+    def calibration(self) -> Any:
+        """A new item of the rating study marked as a calibration item (fills the
+        calibration page), which the clinician has rated: their comparison page shows it."""
+        from annotation import services
+        from annotation.models import Assignment
+        from tests.factories import FULL_ANSWERS, item_rows
+
+        study = self.rating.study
+        coordinator = self.rating.members.coordinator
+        services.create_items(study=study, rows=item_rows(1, prefix="calib"), actor=coordinator)
+        item = study.items.get(external_id="calib-0000")
+        calibration = services.mark_calibration_item(
+            study=study,
+            item_id=item.pk,
+            reference={"accuracy": 4, "completeness": 2},
+            note="agreed by two senior clinicians",
+            actor=coordinator,
+        )
+        mine = Assignment.objects.get(item=item, clinician=self.clinician)
+        services.submit_assignment(
+            assignment_id=mine.pk, clinician=self.clinician, answers=FULL_ANSWERS
+        )
+        services.advance_calibration(study=study, clinician=self.clinician)
+        return calibration
+
+    @cached_property
     def jury_run(self) -> Any:
         from jury import services
 
@@ -314,6 +340,16 @@ PAGES = [
         "annotation:checks",
         "coordinator",
         lambda w: {"study_id": w.attention_check.study_id},
+    ),
+    Visit(
+        "annotation:calibration",
+        "coordinator",
+        lambda w: {"study_id": w.calibration.study_id},
+    ),
+    Visit(
+        "annotation:my-calibration",
+        "clinician",
+        lambda w: {"study_id": w.calibration.study_id},
     ),
     Visit("annotation:queue", "clinician", _study),
     Visit(
