@@ -17,9 +17,11 @@ from uuid import UUID
 from agreement.errors import AgreementError
 
 FORMAT = "medhelm-studio study archive"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# The versions this site reads (an older one lacks the members added since).
+READS = (1, 2)
 MANIFEST = "manifest.json"
-# The members of a version-1 archive, in the order an import reads them.
+# The members of the archive, in the order an import reads them.
 MEMBERS = (
     "study.jsonl",
     "people.jsonl",
@@ -29,6 +31,9 @@ MEMBERS = (
     "assignments.jsonl",
     "ratings.jsonl",
     "imported_ratings.jsonl",
+    "attention_checks.jsonl",
+    "calibration_items.jsonl",
+    "calibration_completions.jsonl",
     "judges.jsonl",
     "prompt_templates.jsonl",
     "jury_runs.jsonl",
@@ -38,6 +43,12 @@ MEMBERS = (
     "report_snapshots.jsonl",
     "audit.jsonl",
 )
+# The format version each member first appeared in (the others: version 1).
+SINCE = {
+    "attention_checks.jsonl": 2,
+    "calibration_items.jsonl": 2,
+    "calibration_completions.jsonl": 2,
+}
 # A zip member larger than this once inflated is refused (a zip bomb, not a study).
 MAX_MEMBER_BYTES = 2 * 1024**3
 
@@ -92,9 +103,10 @@ def _manifest(archive: zipfile.ZipFile) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ArchiveError(f"manifest.json does not describe a {FORMAT}", field=MANIFEST)
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if isinstance(version, bool) or version not in READS:
         raise ArchiveError(
-            f"format version {version!r} is not one this site reads (it reads {FORMAT_VERSION})",
+            f"format version {version!r} is not one this site reads (it reads "
+            f"{', '.join(map(str, READS))})",
             field="format_version",
         )
     return manifest
@@ -125,7 +137,8 @@ def _member(archive: zipfile.ZipFile, name: str, expected: Mapping[str, Any]) ->
 
 
 def read_archive(data: bytes) -> dict[str, list[dict[str, Any]]]:
-    """Every member's rows, after the format version, hashes and counts are checked."""
+    """Every member's rows, after the format version, hashes and counts are checked; a
+    member newer than the archive's version holds no rows."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
@@ -133,4 +146,10 @@ def read_archive(data: bytes) -> dict[str, list[dict[str, Any]]]:
     with archive:
         manifest = _manifest(archive)
         listed = manifest.get("members") or {}
-        return {name: _member(archive, name, listed.get(name) or {}) for name in MEMBERS}
+        version = manifest["format_version"]
+        return {
+            name: _member(archive, name, listed.get(name) or {})
+            if SINCE.get(name, 1) <= version
+            else []
+            for name in MEMBERS
+        }

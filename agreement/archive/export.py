@@ -1,5 +1,6 @@
 """A whole rating study as one archive (agreement.archive.container): rubric, items, members
-as pseudonyms, assignments, ratings, jury runs with their calls and verdicts, metric scores,
+as pseudonyms, assignments, ratings, attention checks, calibration items (with their
+references) and the raters' calibration completions, jury runs with their calls and verdicts, metric scores,
 report snapshots and the audit rows.
 
 No username or e-mail address leaves the site: every person the study names is a "person"
@@ -24,7 +25,10 @@ from agreement.models import ReportSnapshot
 from annotation import audit
 from annotation.models import (
     Assignment,
+    AttentionCheck,
     AuditEvent,
+    CalibrationCompletion,
+    CalibrationItem,
     ImportedRating,
     Item,
     Rating,
@@ -92,6 +96,10 @@ RATING_FIELDS = (
     "updated_at",
 )
 IMPORTED_RATING_FIELDS = ("value", "comment", "created_at")
+CHECK_FIELDS = ("expected", "note", "created_at")
+CALIBRATION_FIELDS = ("reference", "note", "set_at", "created_at")
+# `summary`: the agreement with the reference the rater was shown when their queue opened.
+COMPLETION_FIELDS = ("completed_at", "n_items", "summary")
 # What a judge is, without where it runs (endpoint, key variable): the importing site sets those.
 JUDGE_FIELDS = (
     "name",
@@ -237,7 +245,36 @@ def _annotation_tables(study: RatingStudy, people: _People) -> dict[str, list[di
         }
         for r in ImportedRating.objects.filter(study=study).order_by("pk")
     ]
-    return tables
+    return tables | _planted_tables(study, people)
+
+
+def _planted_tables(study: RatingStudy, people: _People) -> dict[str, list[dict[str, Any]]]:
+    """The attention checks and calibration items (which keep their items out of every
+    statistic) and who finished calibration, with what they were shown."""
+    return {
+        "attention_checks.jsonl": [
+            {
+                "ref": c.pk,
+                "item": c.item_id,
+                "created_by": people.ref(c.created_by_id),
+                **_fields(c, CHECK_FIELDS),
+            }
+            for c in AttentionCheck.objects.filter(study=study).order_by("pk")
+        ],
+        "calibration_items.jsonl": [
+            {
+                "ref": c.pk,
+                "item": c.item_id,
+                "set_by": people.ref(c.set_by_id),
+                **_fields(c, CALIBRATION_FIELDS),
+            }
+            for c in CalibrationItem.objects.filter(study=study).order_by("pk")
+        ],
+        "calibration_completions.jsonl": [
+            {"ref": c.pk, "clinician": people.ref(c.clinician_id), **_fields(c, COMPLETION_FIELDS)}
+            for c in CalibrationCompletion.objects.filter(study=study).order_by("pk")
+        ],
+    }
 
 
 def _jury_tables(study: RatingStudy, people: _People) -> dict[str, list[dict[str, Any]]]:
@@ -321,12 +358,15 @@ def _report_and_audit_tables(
 
 
 # Free text and JSON that may quote a username or address (the account unlocks, an item's
-# exclusion metadata naming its author), member by member.
+# exclusion metadata naming its author, a coordinator's note), member by member.
 SCRUBBED = {
     "audit.jsonl": ("before", "after", "target_id"),
     "report_snapshots.jsonl": ("title", "parameters", "results", "method"),
     "items.jsonl": ("metadata",),
     "study.jsonl": ("name", "instructions"),
+    # coordinators' notes say who agreed a reference or planted a check
+    "attention_checks.jsonl": ("note",),
+    "calibration_items.jsonl": ("note",),
 }
 
 

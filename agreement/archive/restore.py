@@ -27,7 +27,10 @@ from agreement.models import ReportSnapshot
 from annotation import audit
 from annotation.models import (
     Assignment,
+    AttentionCheck,
     AuditEvent,
+    CalibrationCompletion,
+    CalibrationItem,
     ImportedRating,
     Item,
     Rating,
@@ -232,7 +235,43 @@ def _annotation(tables: Mapping[str, Rows], study: RatingStudy, people: Refs, no
         ),
         times=("created_at",),
     )
+    _planted(tables, study, refs)
     return refs
+
+
+def _planted(tables: Mapping[str, Rows], study: RatingStudy, refs: dict) -> None:
+    """The attention checks and calibration items on the imported items, and the raters'
+    calibration completions (none in a version-1 archive)."""
+    s, people, items = study.pk, refs["people"], refs["items"]
+    refs["checks"] = _insert(
+        AttentionCheck,
+        tables["attention_checks.jsonl"],
+        lambda r: AttentionCheck(
+            study_id=s,
+            item_id=items[r["item"]],
+            created_by_id=people.get(r["created_by"]),
+            **_fields(r, spec.CHECK_FIELDS),
+        ),
+        times=("created_at",),
+    )
+    refs["calibration_items"] = _insert(
+        CalibrationItem,
+        tables["calibration_items.jsonl"],
+        lambda r: CalibrationItem(
+            study_id=s,
+            item_id=items[r["item"]],
+            set_by_id=people.get(r["set_by"]),
+            **_fields(r, spec.CALIBRATION_FIELDS),
+        ),
+        times=("created_at",),
+    )
+    refs["calibration_completions"] = _insert(
+        CalibrationCompletion,
+        tables["calibration_completions.jsonl"],
+        lambda r: CalibrationCompletion(
+            study_id=s, clinician_id=people[r["clinician"]], **_fields(r, spec.COMPLETION_FIELDS)
+        ),
+    )
 
 
 def _jury(tables: Mapping[str, Rows], study: RatingStudy, refs: dict) -> None:
@@ -300,6 +339,9 @@ TARGETS = {
     "RubricCriterion": "criteria",
     "JuryRun": "runs",
     "ReportSnapshot": "snapshots",
+    "AttentionCheck": "checks",
+    "CalibrationItem": "calibration_items",
+    "CalibrationCompletion": "calibration_completions",
 }
 
 

@@ -14,7 +14,10 @@ from annotation.models import RatingStudy
 
 
 class Command(BaseCommand):
-    help = "Export a rating study (items, rubric, pseudonymous members, ratings, jury, reports, audit)."
+    help = (
+        "Export a rating study (items, rubric, pseudonymous members, ratings, attention checks, "
+        "calibration, jury, reports, audit)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--study", type=int, required=True, help="Rating study id.")
