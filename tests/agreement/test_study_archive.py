@@ -1,6 +1,8 @@
-"""The study archive: a study with ratings, jury verdicts, metric scores, a report and audit
-rows, exported to one file and imported after the original is deleted, gives the same
-agreement report; the file names nobody; a damaged, foreign or conflicting file is refused
+"""The study archive: a study with ratings, attention checks, calibration items and the
+raters' calibration completions, jury verdicts, metric scores, a report and audit rows,
+exported to one file and imported after the original is deleted, gives the same agreement
+report and the same check and calibration rows; a version-1 archive (from before checks and
+calibration) still imports; the file names nobody; a damaged, foreign or conflicting file is refused
 whole with a message, and nothing is written."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import zipfile
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from agreement.archive import ArchiveError, import_study, read_archive, study_archive
 from agreement.models import ReportSnapshot
@@ -19,7 +22,17 @@ from agreement.services import normalise_parameters
 from agreement.services.computing import compute_report
 from annotation import audit
 from annotation import services as annotation_services
-from annotation.models import AuditEvent, ImportedRating, Item, Rating, RatingStudy
+from annotation.models import (
+    Assignment,
+    AttentionCheck,
+    AuditEvent,
+    CalibrationCompletion,
+    CalibrationItem,
+    ImportedRating,
+    Item,
+    Rating,
+    RatingStudy,
+)
 from annotation.selectors import LONG_RATING_COLUMNS, ratings_long_rows
 from jury.models import Judge, JudgeCall, JudgeScore, MetricScore
 from medhelm_site.common.csv_export import csv_text
@@ -29,6 +42,48 @@ pytestmark = pytest.mark.django_db
 
 PARAMETERS = normalise_parameters({"n_resamples": 60, "seed": 11})
 REPORT_KEYS = ("rows", "columns", "criteria", "cells", "differences", "sensitivity")
+PLANTED = ("attention_checks.jsonl", "calibration_items.jsonl", "calibration_completions.jsonl")
+
+
+def _plant(built) -> None:
+    """An attention check and a calibration item on two items every rater of them submitted
+    (their ratings leave the statistics), and the completions of the raters who rated the
+    calibration item, with the agreement they were shown."""
+    study, coordinator = built.study, built.members.coordinator
+    unfinished = Assignment.objects.filter(study=study).exclude(status="submitted")
+    rated = (
+        Item.objects.filter(study=study, assignments__status="submitted")
+        .exclude(assignments__in=unfinished)
+        .distinct()
+        .order_by("pk")
+    )
+    check_item, calibration_item = rated[0], rated[1]
+    annotation_services.mark_attention_check(
+        study=study,
+        item_id=check_item.pk,
+        expected={"accuracy": (4, None)},
+        note="Plainly wrong dose.",
+        actor=coordinator,
+    )
+    # Marked by hand: the service refuses an item already rated as an ordinary one.
+    calibration = CalibrationItem.objects.create(
+        study=study,
+        item=calibration_item,
+        reference={"accuracy": 4, "completeness": 3},
+        note=f"Agreed with {built.members.clinicians[0].username} on the ward round.",
+        set_by=coordinator,
+        set_at=timezone.now(),
+    )
+    audit.record(
+        actor=coordinator,
+        action="calibration.mark",
+        target=calibration,
+        study=study,
+        after={"item": calibration_item.pk, "reference": calibration.reference},
+    )
+    raters = calibration_item.assignments.values_list("clinician", flat=True)
+    for rater in get_user_model().objects.filter(pk__in=raters):
+        annotation_services.advance_calibration(study=study, clinician=rater)
 
 
 @pytest.fixture
@@ -67,6 +122,7 @@ def built():
         study=built.study,
         before={"username": rater.username, "note": f"mail {rater.email} about it"},
     )
+    _plant(built)
     return built
 
 
@@ -80,6 +136,28 @@ def _counts(study: RatingStudy) -> dict[str, int]:
         "metrics": MetricScore.objects.filter(item__study=study).count(),
         "snapshots": ReportSnapshot.objects.filter(study=study).count(),
         "audit": AuditEvent.objects.filter(study=study).count(),
+        "checks": AttentionCheck.objects.filter(study=study).count(),
+        "calibration_items": CalibrationItem.objects.filter(study=study).count(),
+        "completions": CalibrationCompletion.objects.filter(study=study).count(),
+    }
+
+
+def _planted_rows(study: RatingStudy) -> dict[str, list]:
+    """The check and calibration rows, by the item's external id and the rater's pseudonym."""
+    pseudonym = dict(study.memberships.values_list("user_id", "pseudonym"))
+    return {
+        "checks": [
+            (c.item.external_id, c.item.model_name, c.expected, c.note, c.created_at)
+            for c in AttentionCheck.objects.filter(study=study).select_related("item")
+        ],
+        "calibration_items": [
+            (c.item.external_id, c.item.model_name, c.reference, c.note, c.set_at, c.created_at)
+            for c in CalibrationItem.objects.filter(study=study).select_related("item")
+        ],
+        "completions": sorted(
+            (pseudonym[c.clinician_id], c.completed_at, c.n_items, c.summary)
+            for c in CalibrationCompletion.objects.filter(study=study)
+        ),
     }
 
 
@@ -93,19 +171,33 @@ def _delete(study: RatingStudy) -> None:
 
 def test_the_report_is_the_same_after_export_delete_and_import(built):
     original = built.study
-    results, _method, _hash = compute_report(study=original, parameters=PARAMETERS)
+    results, method, _hash = compute_report(study=original, parameters=PARAMETERS)
     counts = _counts(original)
     assert all(counts.values()), counts
+    planted = _planted_rows(original)
+    assert planted["completions"] and planted["completions"][0][3]  # agreement was shown
+    # the note names a rater: the archive carries their pseudonym instead
+    rater = built.members.clinicians[0]
+    label = original.memberships.get(user=rater).pseudonym
+    planted["calibration_items"] = [
+        (*row[:3], row[3].replace(rater.username, label), *row[4:])
+        for row in planted["calibration_items"]
+    ]
+    assert label in planted["calibration_items"][0][3]
     data = study_archive(study=original)
     _delete(original)
     assert not RatingStudy.objects.filter(pk=original.pk).exists()
 
     copy = import_study(data=data, actor=None)
-    again, _method, _hash = compute_report(study=copy, parameters=PARAMETERS)
+    again, method_again, _hash = compute_report(study=copy, parameters=PARAMETERS)
     cells = [c for c in results["cells"] if c["section"] == "overall"]
     assert len(cells) >= 4 and any(c["estimate"] is not None for c in cells)
     for key in REPORT_KEYS:
         assert again[key] == results[key], key
+    for key in ("n_items", "attention_checks_excluded", "calibration"):
+        assert method_again[key] == method[key], key
+    assert method["attention_checks_excluded"] == 1 and method["calibration"]["raters"]
+    assert _planted_rows(copy) == planted
     after = _counts(copy)
     assert after == {**counts, "audit": counts["audit"] + 1}  # and the import's own row
     snapshot = ReportSnapshot.objects.get(study=copy)
@@ -149,7 +241,11 @@ def test_the_manifest_counts_and_hashes_every_member(built):
     data = study_archive(study=built.study)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         manifest = json.loads(archive.read("manifest.json"))
-    assert manifest["format_version"] == 1
+    assert manifest["format_version"] == 2
+    assert manifest["members"]["attention_checks.jsonl"]["rows"] == 1
+    assert manifest["members"]["calibration_completions.jsonl"]["rows"] == (
+        CalibrationCompletion.objects.filter(study=built.study).count()
+    )
     assert (
         manifest["members"]["ratings.jsonl"]["rows"]
         == Rating.objects.filter(assignment__study=built.study).count()
@@ -164,6 +260,52 @@ def _rewritten(data: bytes, name: str, change) -> bytes:
             body = source.read(member)
             target.writestr(member, change(body) if member == name else body)
     return out.getvalue()
+
+
+def _as_version_1(data: bytes) -> bytes:
+    """`data` as a version-1 archive: without the members version 2 added."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for member in source.namelist():
+            body = source.read(member)
+            if member == "manifest.json":
+                manifest = json.loads(body)
+                manifest["format_version"] = 1
+                for name in PLANTED:
+                    del manifest["members"][name]
+                body = json.dumps(manifest).encode()
+            if member not in PLANTED:
+                target.writestr(member, body)
+    return out.getvalue()
+
+
+def test_a_version_1_archive_still_imports_without_checks_or_calibration(built):
+    before = _counts(built.study)
+    copy = import_study(data=_as_version_1(study_archive(study=built.study)), actor=None)
+    after = _counts(copy)
+    assert after["checks"] == after["calibration_items"] == after["completions"] == 0
+    same = ("items", "ratings", "imported", "calls", "judge_scores", "metrics", "snapshots")
+    assert {k: after[k] for k in same} == {k: before[k] for k in same}
+    event = AuditEvent.objects.get(study=copy, action="study.import")
+    assert event.after["rows"]["attention_checks.jsonl"] == 0
+
+
+def test_a_version_2_archive_without_a_version_2_member_is_refused(built):
+    data, out = study_archive(study=built.study), io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for member in source.namelist():
+            if member != "calibration_items.jsonl":
+                target.writestr(member, source.read(member))
+    message = _nothing_written(lambda: import_study(data=out.getvalue(), actor=None))
+    assert "calibration_items.jsonl is missing" in message
+
+
+def test_audit_rows_on_checks_and_calibration_point_at_the_imported_rows(built):
+    copy = import_study(data=study_archive(study=built.study), actor=None)
+    for model in (AttentionCheck, CalibrationItem, CalibrationCompletion):
+        events = AuditEvent.objects.filter(study=copy, target_type=model.__name__)
+        assert events.exists(), model.__name__
+        assert all(model.objects.filter(study=copy, pk=int(e.target_id)) for e in events)
 
 
 def _nothing_written(action) -> str:
