@@ -77,8 +77,9 @@ class CreateReportSerializer(serializers.Serializer):
         choices=list(REQUESTABLE_FORMS),
         required=False,
         help_text="The clinician-clinician form: 'design' (the default) lets each cell's design "
-        "decide; 'medhelm_pairwise' (MedHELM's mean over clinician pairs, the published method) "
-        "or 'oneway_z' (the one-way ICC(1,2)) asks for that form in every cell.",
+        "decide; 'medhelm_pairwise' (MedHELM's mean over clinician pairs, the published method), "
+        "'twoway_raw' (the two-way ICC(C,2) with each clinician's offset fitted) or 'oneway_z' "
+        "(the one-way ICC(1,2) on z-scores) asks for that form in every cell.",
         error_messages={
             "invalid_choice": f"must be one of {', '.join(REQUESTABLE_FORMS)}, got {{input!r}}"
         },

@@ -85,7 +85,8 @@ class ReportForm(forms.Form):
         help_text=(
             "By default each cell's design decides: MedHELM's mean over clinician pairs where "
             "every clinician rated every item or every pair shares enough items, else the "
-            "one-way form. MedHELM's pair mean everywhere reproduces the published method."
+            "two-way form with each clinician's offset fitted. MedHELM's pair mean everywhere "
+            "reproduces the published method."
         ),
         error_messages={
             "invalid_choice": f"must be one of {', '.join(REQUESTABLE_FORMS)}, got '%(value)s'"

@@ -20,9 +20,11 @@ Intervals:
   (item bootstrap, BCa): the machine's ICC(3,2) against the clinicians' mean, its interval
   alpha, the clinician-pair mean ICC(3,2), the clinicians' interval alpha, and the machine
   minus clinician-pair difference. On an incomplete design the reports now give the
-  clinicians the one-way ICC(1,2) with its F interval (agreement.stats.medhelm.form_choice;
-  same true value as the pair mean): printed as "report: one-way F", beside its item
-  bootstrap and the pair mean printed before ("before: ...").
+  clinicians ICC(C,2) of the two-way model with the clinicians' offsets fitted, with Wald's
+  exact interval (agreement.stats.medhelm.form_choice, issue 21; same true value as the pair
+  mean): printed as "report: two-way, Wald exact", beside the one-way ICC(1,2) on z-scores
+  with its F interval (issue 16, "before (issue 16)") and the pair mean printed before that
+  ("before: ..."); --report-only leaves out the pair mean (slow with 29 clinicians).
 - Designs of LARGE_ITEMS items or more run at most --large-studies studies (default 200,
   Monte Carlo error 1.5 points), so a 2,000-item run stays minutes.
 The ICC forms are not computed on the incomplete design: the library has no interval for
@@ -54,11 +56,13 @@ from agreement.stats import (
 from agreement.stats.bootstrap import IccStatistic, bootstrap_ci, bootstrap_cis
 from agreement.stats.icc_interval_choice import FORM_INTERVAL, icc_interval
 from agreement.stats.medhelm import (
-    ONEWAY,
+    TWOWAY,
     ClinicianOneWayStatistic,
     bootstrap_machine_minus_clinician_oneway,
+    bootstrap_machine_minus_clinician_twoway,
     choose_clinician_form,
     clinician_oneway,
+    clinician_twoway,
 )
 from agreement.stats.simulation import (
     MACHINE,
@@ -74,6 +78,7 @@ CONFIDENCE = 0.95
 #: From this many items on a design runs --large-studies studies at most (2,000 items x
 #: 1,000 resamples per study costs about 20x a 100-item study).
 LARGE_ITEMS = 1000
+PAIR = "clinician pair mean ICC(3,2)"  # the clinician-clinician column, whatever its form
 Row = tuple[str, str, float, float, bool]  # (statistic, interval, low, high, approximate)
 #: The reports' default estimability rule (agreement.analysis.Settings): the pair mean and the
 #: difference leave out pairs sharing fewer items and pair ICCs outside the bounds.
@@ -102,8 +107,13 @@ def icc_rows(x: np.ndarray, seed: int, n_resamples: int) -> list[Row]:
     return out
 
 
-def medhelm_rows(x: np.ndarray, machine: np.ndarray, seed: int, n_resamples: int) -> list[Row]:
-    """The Table 2 statistics' intervals (item bootstrap BCa, as the reports compute them)."""
+def medhelm_rows(
+    x: np.ndarray, machine: np.ndarray, seed: int, n_resamples: int, report_only: bool = False
+) -> list[Row]:
+    """The Table 2 statistics' intervals (item bootstrap BCa, as the reports compute them);
+    ``report_only`` leaves out what the reports no longer print on an incomplete design (the
+    pair mean and its difference, the one-way form's bootstraps): the slow part with 29
+    clinicians (406 pairs)."""
     scores = score_table(x, machine)
     kw = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": seed}
     kw_drop = {**kw, "on_degenerate": "drop"}
@@ -121,52 +131,65 @@ def medhelm_rows(x: np.ndarray, machine: np.ndarray, seed: int, n_resamples: int
     out.append(
         ("clinician alpha (interval)", "report: item bootstrap BCa", ca.ci_low, ca.ci_high, False)
     )
-    oneway = choose_clinician_form(clin).form == ONEWAY
-    # MedHELM's pair mean: what every report printed before issue 16, and still prints where
-    # the design keeps it (complete designs); it may fail where pairs share too few items.
-    pair = "report: pair mean, item bootstrap BCa"
-    try:
-        p = bootstrap_clinician_pairwise(clin, rule=REPORT_RULE, **kw_drop)
-        d = bootstrap_machine_minus_clinicians(scores, machine=MACHINE, rule=REPORT_RULE, **kw_drop)
-        p_ci, d_ci = (p.ci_low, p.ci_high), (d.ci_low, d.ci_high)
-    except ValueError:  # no estimable pair: no interval
-        p_ci = d_ci = (np.nan, np.nan)
-    if oneway:
-        pair = "before: pair mean, item bootstrap BCa"
-    out.append(("clinician pair mean ICC(3,2)", pair, *p_ci, False))
-    out.append(("machine - clinician pairs", pair, *d_ci, False))
-    if oneway:  # the form the design gives (agreement.stats.medhelm.form_choice)
-        one = clinician_oneway(clin, on_degenerate="drop", confidence=CONFIDENCE)
-        out.append(
-            ("clinician pair mean ICC(3,2)", "report: one-way F", one.ci_low, one.ci_high, False)
+    by_model = choose_clinician_form(clin).form == TWOWAY
+    if not (report_only and by_model):
+        # MedHELM's pair mean: what every report printed before issue 16, and still prints
+        # where the design keeps it (complete designs); it may fail where pairs share too few
+        # items.
+        pair = (
+            "before: pair mean, item bootstrap BCa"
+            if by_model
+            else "report: pair mean, item bootstrap BCa"
         )
-        boot = bootstrap_ci(ClinicianOneWayStatistic(clin, on_degenerate="drop"), **kw)
-        out.append(
-            (
-                "clinician pair mean ICC(3,2)",
-                "one-way, item bootstrap BCa",
-                boot.ci_low,
-                boot.ci_high,
-                False,
+        try:
+            p = bootstrap_clinician_pairwise(clin, rule=REPORT_RULE, **kw_drop)
+            d = bootstrap_machine_minus_clinicians(
+                scores, machine=MACHINE, rule=REPORT_RULE, **kw_drop
             )
-        )
+            p_ci, d_ci = (p.ci_low, p.ci_high), (d.ci_low, d.ci_high)
+        except ValueError:  # no estimable pair: no interval
+            p_ci = d_ci = (np.nan, np.nan)
+        out.append(("clinician pair mean ICC(3,2)", pair, *p_ci, False))
+        out.append(("machine - clinician pairs", pair, *d_ci, False))
+    if by_model:  # the forms the design gives (agreement.stats.medhelm.form_choice)
+        out += model_rows(x)
+        if not report_only:
+            boot = bootstrap_ci(ClinicianOneWayStatistic(clin, on_degenerate="drop"), **kw)
+            out.append((PAIR, "one-way, item bootstrap BCa", boot.ci_low, boot.ci_high, False))
         dd = bootstrap_machine_minus_clinician_oneway(scores, machine=MACHINE, **kw_drop)
         out.append(
             (
                 "machine - clinician pairs",
-                "report: machine - one-way, item bootstrap BCa",
+                "before (issue 16): machine - one-way, item bootstrap BCa",
                 dd.ci_low,
                 dd.ci_high,
+                False,
+            )
+        )
+        dt = bootstrap_machine_minus_clinician_twoway(scores, machine=MACHINE, **kw_drop)
+        out.append(
+            (
+                "machine - clinician pairs",
+                "report: machine - two-way, item bootstrap BCa",
+                dt.ci_low,
+                dt.ci_high,
                 False,
             )
         )
     return out
 
 
-def oneway_rows(x: np.ndarray) -> list[Row]:
-    """Only the one-way clinician form's F interval (no resampling: seconds per design)."""
-    one = clinician_oneway(score_table(x), on_degenerate="drop", confidence=CONFIDENCE)
-    return [("clinician pair mean ICC(3,2)", "report: one-way F", one.ci_low, one.ci_high, False)]
+def model_rows(x: np.ndarray) -> list[Row]:
+    """The clinician forms without resampling on an incomplete design: the one-way F interval
+    (what the reports printed after issue 16) and the two-way form's Wald interval (what they
+    print now): seconds per design."""
+    clin = score_table(x)
+    one = clinician_oneway(clin, on_degenerate="drop", confidence=CONFIDENCE)
+    two = clinician_twoway(clin, on_degenerate="drop", confidence=CONFIDENCE)
+    return [
+        (PAIR, "before (issue 16): one-way F on z-scores", one.ci_low, one.ci_high, False),
+        (PAIR, "report: two-way, Wald exact", two.ci_low, two.ci_high, False),
+    ]
 
 
 def run_block(
@@ -176,6 +199,7 @@ def run_block(
     with_icc: bool,
     with_medhelm: bool,
     form_only: bool = False,
+    report_only: bool = False,
 ) -> list[list[Row]]:
     """The rows of each study of one block (a study's data and resamples come from its seed)."""
     out = []
@@ -184,13 +208,13 @@ def run_block(
         x, machine = simulate_matrix(rng, design)
         rows: list[Row] = []
         if form_only:
-            out.append(oneway_rows(x))
+            out.append(model_rows(x) if not design.complete else [])
             continue
         if with_icc and design.complete:
             rows += icc_rows(x, seed, n_resamples)
         if with_medhelm:
             try:
-                rows += medhelm_rows(x, machine, seed, n_resamples)
+                rows += medhelm_rows(x, machine, seed, n_resamples, report_only)
             except ValueError as exc:  # no estimate on this study: counted as undefined
                 rows.append(("medhelm", f"error: {exc}", np.nan, np.nan, False))
         out.append(rows)
@@ -211,7 +235,18 @@ def main() -> None:
     parser.add_argument(
         "--form-only",
         action="store_true",
-        help="only the one-way clinician form's F interval (incomplete designs; fast)",
+        help="only the clinician forms without resampling (one-way F, two-way Wald; "
+        "incomplete designs; fast)",
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="on incomplete designs only what the reports print (no pair mean: slow with 29)",
+    )
+    parser.add_argument(
+        "--pools",
+        default="6,29",
+        help="clinician pools of the incomplete designs (2 per item), comma-separated",
     )
     parser.add_argument(
         "--only",
@@ -232,7 +267,7 @@ def main() -> None:
         if args.only != "incomplete":
             designs += [Design(n, 2, 2), Design(n, 3, 3)]
         if args.only != "complete":
-            designs += [Design(n, 6, 2), Design(n, 29, 2)]
+            designs += [Design(n, int(pool), 2) for pool in args.pools.split(",")]
     started = time.perf_counter()
     root = np.random.SeedSequence(args.seed)
     print(
@@ -266,6 +301,7 @@ def main() -> None:
                         with_icc,
                         with_medhelm,
                         args.form_only,
+                        args.report_only,
                     )
                 )
             truths = true_values(design)

@@ -10,12 +10,13 @@ the rule's codes)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from agreement.analysis.settings import CI_METHODS, ONEWAY_CI_METHOD, Settings
+from agreement.analysis.settings import CI_METHODS, ONEWAY_CI_METHOD, TWOWAY_CI_METHOD, Settings
 from agreement.stats import (
     ALPHA_LEVELS,
     MEDHELM_MIN_SHARED_ITEMS,
@@ -32,11 +33,21 @@ from agreement.stats import (
 from agreement.stats.medhelm import (
     CLINICIAN_FORMS,
     ONEWAY,
+    TWOWAY,
     FormChoice,
     bootstrap_machine_minus_clinician_oneway,
+    bootstrap_machine_minus_clinician_twoway,
     choose_clinician_form,
     clinician_oneway,
+    clinician_twoway,
 )
+
+#: The forms computed from one model fit with a closed-form interval (no resampling), their
+#: point function and interval text, and the difference bootstrap with the machine.
+MODEL_FORMS: dict[str, tuple[Callable[..., Any], str, Callable[..., Any]]] = {
+    ONEWAY: (clinician_oneway, ONEWAY_CI_METHOD, bootstrap_machine_minus_clinician_oneway),
+    TWOWAY: (clinician_twoway, TWOWAY_CI_METHOD, bootstrap_machine_minus_clinician_twoway),
+}
 
 #: Krippendorff's alpha beside the ICC: per level its estimate and interval (same resamples).
 ALPHA_COLUMNS = [
@@ -227,7 +238,7 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
 def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
     """Clinician-clinician agreement in the form the design decides
     (agreement.stats.medhelm.form_choice): MedHELM's mean pairwise ICC(3,2), or on an
-    incomplete design the one-way ICC(1,2) on the same z-scores; with its interval (or the
+    incomplete design the two-way ICC(C,2) (or the one-way form); with its interval (or the
     reason there is none) and the form and why, recorded in the cell.
 
     The pairs are MedHELM's (sharing >= 2 items); those sharing fewer items than the rule's
@@ -244,8 +255,8 @@ def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
             ),
             **_form_fields(choice),
         }
-    if choice.form == ONEWAY:
-        return {**_oneway_cell(clin, s), **_form_fields(choice)}
+    if choice.form in MODEL_FORMS:
+        return {**_model_cell(clin, s, choice.form), **_form_fields(choice)}
     return {**_pairwise_cell(clin, s), **_form_fields(choice)}
 
 
@@ -272,10 +283,12 @@ def _pairwise_cell(clin: pd.DataFrame, s: Settings) -> dict[str, Any]:
     return ruled(fields, n_shared=None, s=s)
 
 
-def _oneway_cell(clin: pd.DataFrame, s: Settings) -> dict[str, Any]:
-    """The one-way ICC(1,2) with its F interval; alpha as in every cell (item bootstrap)."""
+def _model_cell(clin: pd.DataFrame, s: Settings, form: str) -> dict[str, Any]:
+    """The two-way ICC(C,2) or one-way ICC(1,2) with its F-type interval; alpha as in every
+    cell (item bootstrap)."""
+    point_of, ci_method, _ = MODEL_FORMS[form]
     try:
-        point = clinician_oneway(clin, on_degenerate="drop", confidence=s.confidence)
+        point = point_of(clin, on_degenerate="drop", confidence=s.confidence)
         alphas = bootstrap_clinician_alpha(clin, on_degenerate="drop", **s.boot())
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
@@ -285,7 +298,7 @@ def _oneway_cell(clin: pd.DataFrame, s: Settings) -> dict[str, Any]:
         "estimate": point.icc,
         "ci_low": lo if ok else None,
         "ci_high": hi if ok else None,
-        "ci_method": ONEWAY_CI_METHOD,
+        "ci_method": ci_method,
         "confidence": s.confidence,
         "band": koo_li_interval_band(lo, hi) if ok else "undefined",
         "point_band": koo_li_band(point.icc),
@@ -304,7 +317,7 @@ def difference_cell(
 ) -> dict[str, Any]:
     """(machine ICC) - (clinician-clinician ICC) on the same item resamples, the second term
     in the clinician cell's form: the pair mean with the pairs the rule leaves out left out
-    (see clinician_cell), or the one-way ICC(1,2)."""
+    (see clinician_cell), or the two-way ICC(C,2) / one-way ICC(1,2)."""
     form = (
         clinician_form
         or choose_clinician_form(
@@ -312,8 +325,8 @@ def difference_cell(
         ).form
     )
     try:
-        if form == ONEWAY:
-            boot = bootstrap_machine_minus_clinician_oneway(
+        if form in MODEL_FORMS:
+            boot = MODEL_FORMS[form][2](
                 only_clinicians_and(sub, machine),
                 machine=machine,
                 on_degenerate="drop",

@@ -61,6 +61,11 @@ def _interval_choice(method: Mapping[str, Any]) -> str:
         f"Intervals: machine vs clinicians, {by.get('machine_vs_clinicians', NOT_RECORDED)}; "
         f"clinician vs clinician, {by.get('clinician_clinician', NOT_RECORDED)}"
         + (
+            f" (on an incomplete design the two-way form, {by['clinician_clinician_twoway']})"
+            if by.get("clinician_clinician_twoway")
+            else ""
+        )
+        + (
             f" (the one-way form, {by['clinician_clinician_oneway']})"
             if by.get("clinician_clinician_oneway")
             else ""

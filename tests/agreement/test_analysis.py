@@ -19,10 +19,10 @@ from agreement.stats import (
     machine_vs_clinicians,
 )
 from agreement.stats.medhelm import (
-    ONEWAY,
-    bootstrap_machine_minus_clinician_oneway,
+    TWOWAY,
+    bootstrap_machine_minus_clinician_twoway,
     choose_clinician_form,
-    clinician_oneway,
+    clinician_twoway,
 )
 
 CRITERIA = ("accuracy", "completeness", "clarity")
@@ -182,15 +182,15 @@ def test_cells_equal_the_stats_functions_on_the_same_subset():
             shown[assert_cell_as_ruled(got, direct, n_shared=n)] += 1
             assert got["ci_method"] == "bootstrap over items, percentile"
         clin = sub.loc[sub["rater_kind"] == "clinician"]
-        # 2 of 5 clinicians per item: the design gives the one-way form (issue 16)
-        assert choose_clinician_form(clin).form == ONEWAY
-        one = clinician_oneway(clin, on_degenerate="drop")
-        direct = SimpleNamespace(estimate=one.icc, ci_low=one.ci_low, ci_high=one.ci_high)
+        # 2 of 5 clinicians per item: the design gives the two-way form (issue 21)
+        assert choose_clinician_form(clin).form == TWOWAY
+        two = clinician_twoway(clin, on_degenerate="drop")
+        direct = SimpleNamespace(estimate=two.icc, ci_low=two.ci_low, ci_high=two.ci_high)
         got = cell(comp, analysis.CLINICIAN_COLUMN, row=row)
-        assert got["clinician_form"] == ONEWAY
+        assert got["clinician_form"] == TWOWAY
         clinician_shown = assert_cell_as_ruled(got, direct, n_shared=None)
         shown[clinician_shown] += 1
-        d = bootstrap_machine_minus_clinician_oneway(
+        d = bootstrap_machine_minus_clinician_twoway(
             sub, machine="jury", method="percentile", on_degenerate="drop", **BOOT
         )
         got = comp.differences.set_index(["row", "column"]).loc[(row, "jury")]

@@ -1,7 +1,7 @@
 """Table 2's clinician-clinician cell and the differences take the form the design decides
 (agreement.stats.medhelm.form_choice): a complete design keeps MedHELM's pair mean and its
-numbers exactly; an incomplete design gets the one-way ICC(1,2) and says so in the cell, the
-method and the table's notes."""
+numbers exactly; an incomplete design gets the two-way ICC(C,2) (the one-way ICC(1,2) on
+request) and says so in the cell, the method and the table's notes."""
 
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ from agreement.stats import bootstrap_clinician_pairwise, clinician_pairwise
 from agreement.stats.medhelm import (
     ONEWAY,
     PAIRWISE,
+    TWOWAY,
     bootstrap_machine_minus_clinician_oneway,
+    bootstrap_machine_minus_clinician_twoway,
     clinician_oneway,
+    clinician_twoway,
     machine_vs_clinicians,
 )
 from agreement.stats.simulation import MACHINE, Design, score_table, simulate_matrix
@@ -42,19 +45,42 @@ def test_complete_design_keeps_medhelm_pair_mean_exactly() -> None:
     assert "MedHELM" in got["statistic"]
 
 
-def test_incomplete_design_gets_the_one_way_form_and_says_so() -> None:
+def test_incomplete_design_gets_the_two_way_form_and_says_so() -> None:
     scores = _scores(Design(200, 29, 2), seed=12)
     got = clinician_cell(scores, SETTINGS)
     clin = scores.loc[scores["rater_kind"] == "clinician"]
-    ref = clinician_oneway(clin, on_degenerate="drop")
-    assert got["clinician_form"] == ONEWAY
+    ref = clinician_twoway(clin, on_degenerate="drop")
+    assert got["clinician_form"] == TWOWAY
     assert got["design"] == "incomplete"
     assert got["status"] == "ok"
     assert got["estimate"] == pytest.approx(ref.icc, abs=1e-12)
     assert (got["ci_low"], got["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high))
-    assert "one-way" in got["statistic"] and "one-way" in got["form_reason"]
+    assert "two-way" in got["statistic"] and "two-way" in got["form_reason"]
+    assert "Wald" in got["ci_method"]
     assert got.get("n_pairs") is None  # no pairs averaged
     assert got["alpha_interval"] is not None  # alpha beside it, as in every cell
+
+
+def test_the_one_way_form_on_request() -> None:
+    scores = _scores(Design(200, 29, 2), seed=12)
+    got = clinician_cell(scores, Settings(n_resamples=200, seed=3, clinician_form=ONEWAY))
+    ref = clinician_oneway(scores.loc[scores["rater_kind"] == "clinician"], on_degenerate="drop")
+    assert got["clinician_form"] == ONEWAY and "one-way" in got["statistic"]
+    assert got["estimate"] == pytest.approx(ref.icc, abs=1e-12)
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high))
+
+
+def test_difference_on_incomplete_design_uses_the_two_way_term() -> None:
+    scores = _scores(Design(150, 6, 2), seed=13)
+    got = difference_cell(scores, MACHINE, SETTINGS)
+    clin = scores.loc[scores["rater_kind"] == "clinician"]
+    machine = machine_vs_clinicians(scores, machine=MACHINE, on_degenerate="drop").icc
+    assert got["clinician_form"] == TWOWAY
+    assert got["estimate"] == pytest.approx(machine - clinician_twoway(clin).icc, abs=1e-12)
+    boot = bootstrap_machine_minus_clinician_twoway(
+        scores, machine=MACHINE, on_degenerate="drop", **SETTINGS.boot()
+    )
+    assert (got["ci_low"], got["ci_high"]) == (boot.ci_low, boot.ci_high)
 
 
 def test_difference_on_incomplete_design_uses_the_one_way_term() -> None:
@@ -70,7 +96,7 @@ def test_difference_on_incomplete_design_uses_the_one_way_term() -> None:
     assert (got["ci_low"], got["ci_high"]) == (boot.ci_low, boot.ci_high)
 
 
-def test_table_notes_the_one_way_form_with_its_reason() -> None:
+def test_table_notes_the_two_way_form_with_its_reason() -> None:
     scores = _scores(Design(200, 29, 2), seed=14)
     c = {
         **clinician_cell(scores, SETTINGS),
@@ -81,7 +107,7 @@ def test_table_notes_the_one_way_form_with_its_reason() -> None:
         "column_kind": "clinician",
     }
     note = form_note(c)
-    assert note is not None and "one-way" in note and c["form_reason"] in note
+    assert note is not None and "two-way" in note and c["form_reason"] in note
     assert form_note({**c, "clinician_form": PAIRWISE}) is None
     method = {"intervals": SETTINGS.interval_record()}
     table = table2(

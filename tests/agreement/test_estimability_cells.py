@@ -22,7 +22,7 @@ from agreement.stats.medhelm import PAIRWISE
 from tests.agreement.stats.factories import hand_case, medhelm_like_scores, with_row_attrs
 
 # The rule's machinery on MedHELM's pair mean: these hand-made designs are incomplete (pairs
-# share 2 items), where the design would give the one-way form, so the pair mean is asked for.
+# share 2 items), where the design would give the two-way form, so the pair mean is asked for.
 BOOT = {"n_resamples": 200, "seed": 11, "clinician_form": PAIRWISE}
 
 

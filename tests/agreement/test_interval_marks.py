@@ -9,6 +9,7 @@ import pandas as pd
 from agreement.analysis.cells import clinician_design
 from agreement.analysis.settings import Settings
 from agreement.renderings.table2 import approximate_note, table2
+from agreement.stats.medhelm import ONEWAY, TWOWAY
 
 
 def _scores(raters_of_item: dict[int, list[str]]) -> pd.DataFrame:
@@ -70,3 +71,26 @@ def test_intervals_on_few_items_or_an_incomplete_design_are_marked():
     )
     assert table.rows[0].cells[0].note == record["approximate_incomplete_note"]
     assert table.notes == [record["approximate_incomplete_note"]]
+
+
+def test_the_two_way_clinician_cell_is_not_marked_on_an_incomplete_design():
+    # issue 21: its interval covered within 1.5 points with 2 of 6 and 2 of 29 clinicians
+    # per item (bench/README.md); the one-way form and the machine cells keep the mark.
+    method = {"intervals": Settings().interval_record()}
+    record = method["intervals"]
+    below = record["approximate_below_items"]
+    clinician = {**_cell(below, "incomplete"), "column": "clinician-clinician"}
+    clinician["column_kind"] = "clinician"
+    assert approximate_note({**clinician, "clinician_form": TWOWAY}, method) is None
+    assert (
+        approximate_note({**clinician, "clinician_form": ONEWAY}, method)
+        == record["approximate_incomplete_note"]
+    )
+    assert (
+        approximate_note({**clinician, "clinician_form": TWOWAY, "n_items": below - 1}, method)
+        == record["approximate_note"]
+    )
+    assert (
+        approximate_note({**_cell(below, "incomplete"), "clinician_form": TWOWAY}, method)
+        == record["approximate_incomplete_note"]
+    )

@@ -7,8 +7,9 @@ and its methods section) on the long score table
      ``on_degenerate="drop"`` is left out and listed in ``dropped_raters``;
 4.   machine vs clinicians, ICC(3,2) (:mod:`.machine`);
 5.   clinician vs clinician, mean pairwise ICC(3,2) (:mod:`.pairwise`) where the design
-     allows it, else the one-way ICC(1,2) on the same z-scores (:mod:`.oneway`): the rule
-     is :func:`.form_choice.choose_clinician_form`;
+     allows it, else ICC(C,2) of the two-way model with the clinicians' offsets fitted
+     (:mod:`.twoway`; the one-way ICC(1,2) on the z-scores, :mod:`.oneway`, on request):
+     the rule is :func:`.form_choice.choose_clinician_form`;
      Krippendorff's alpha beside both, on the same z-scores (:mod:`.alpha`);
      item-bootstrap intervals and differences (:mod:`.intervals`).
 
@@ -25,6 +26,7 @@ from .form_choice import (
     ONEWAY,
     PAIRWISE,
     REQUESTABLE_FORMS,
+    TWOWAY,
     FormChoice,
     choose_clinician_form,
 )
@@ -32,6 +34,7 @@ from .intervals import (
     bootstrap_clinician_alpha,
     bootstrap_clinician_pairwise,
     bootstrap_machine_minus_clinician_oneway,
+    bootstrap_machine_minus_clinician_twoway,
     bootstrap_machine_minus_clinicians,
     bootstrap_machine_vs_clinicians,
     bootstrap_machine_with_alpha,
@@ -44,6 +47,7 @@ from .pairwise import (
     PairwiseAgreement,
     clinician_pairwise,
 )
+from .twoway import ClinicianTwoWayStatistic, TwoWayClinicianAgreement, clinician_twoway
 
 __all__ = [
     "ALPHA_LEVELS",
@@ -55,24 +59,29 @@ __all__ = [
     "ONEWAY",
     "PAIRWISE",
     "REQUESTABLE_FORMS",
+    "TWOWAY",
     "ClinicianAlphaStatistic",
     "ClinicianOneWayStatistic",
     "ClinicianPairwiseStatistic",
+    "ClinicianTwoWayStatistic",
     "FormChoice",
     "MachineAgreement",
     "MachineAlphaStatistic",
     "MachineVsClinicianStatistic",
     "OneWayClinicianAgreement",
     "PairwiseAgreement",
+    "TwoWayClinicianAgreement",
     "bootstrap_clinician_alpha",
     "bootstrap_clinician_pairwise",
     "bootstrap_machine_minus_clinician_oneway",
+    "bootstrap_machine_minus_clinician_twoway",
     "bootstrap_machine_minus_clinicians",
     "bootstrap_machine_vs_clinicians",
     "bootstrap_machine_with_alpha",
     "choose_clinician_form",
     "clinician_oneway",
     "clinician_pairwise",
+    "clinician_twoway",
     "composite_scores",
     "machine_vs_clinicians",
     "zscore_within_rater",

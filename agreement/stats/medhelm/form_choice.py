@@ -6,9 +6,13 @@ by the design (who rated which item), never by the values.
   :data:`PAIRWISE_MIN_SHARED_ITEMS` items, so each pair's ICC rests on as many items as the
   simulated coverage was checked from (:data:`~agreement.stats.icc_interval_choice.MIN_ITEMS_CHECKED`).
 - Otherwise (each item rated by some of many clinicians, pairs sharing a few items or none)
-  the one-way form on the same z-scores (:mod:`.oneway`): a pair mean there averages ICCs of a
+  ICC(C,2) of the two-way model on the composites with the clinicians' offsets fitted
+  jointly (:mod:`.twoway`, Wald's exact interval): a pair mean there averages ICCs of a
   handful of items each and is unstable (planning_sim: 200 items, 2 of 29 clinicians per
-  item, median pair mean -10.8), while the one-way model uses every item rated twice or more.
+  item, median pair mean -10.8), while the two-way model uses every item rated twice or
+  more. It replaced (issue 21) the one-way ICC(1,2) on z-scores (:mod:`.oneway`, still
+  requestable), whose interval covered 76-87% with 2 of 29 clinicians per item at 100-200
+  items: each clinician's z-scores rest on a dozen items there.
 """
 
 from __future__ import annotations
@@ -22,19 +26,25 @@ from ..icc_interval_choice import MIN_ITEMS_CHECKED
 
 PAIRWISE = "medhelm_pairwise"
 ONEWAY = "oneway_z"
+TWOWAY = "twoway_raw"
 #: The forms by key, as the method text names them.
 CLINICIAN_FORMS: dict[str, str] = {
     PAIRWISE: "mean over clinician pairs of ICC(3,2) on within-rater z-scored composites (MedHELM)",
     ONEWAY: "one-way random-effects ICC(1,2) on within-rater z-scored composites (ICC(1) with "
     "the k0 correction for unequal numbers of ratings per item, Donner 1986, stepped up to 2 "
     "ratings by Spearman-Brown, comparable with MedHELM's ICC(3,2))",
+    TWOWAY: "two-way ICC(C,2) on the clinicians' composites, each clinician's offset fitted "
+    "jointly with the items (items random, clinicians fixed; Henderson's method III): the "
+    "reliability of the mean of two clinicians' ratings after their "
+    "offsets: MedHELM's ICC(3,2) of a pair where the clinicians use the same scale width "
+    "(not z-scored: a clinician's spread is not rescaled)",
 }
 #: What a comparison may ask for: the form the design decides (the default), or one form in
 #: every cell (MedHELM's pair mean everywhere, to reproduce the published method as it is).
 BY_DESIGN = "design"
-REQUESTABLE_FORMS = (BY_DESIGN, PAIRWISE, ONEWAY)
+REQUESTABLE_FORMS = (BY_DESIGN, PAIRWISE, TWOWAY, ONEWAY)
 #: How the reason of a form asked for against the design begins (the design's reason follows).
-ASKED_AGAINST_DESIGN = "asked for; the design would give the other form"
+ASKED_AGAINST_DESIGN = "asked for; the design would give another form"
 #: An incomplete design keeps MedHELM's pair mean when every pair shares this many items.
 PAIRWISE_MIN_SHARED_ITEMS: int = MIN_ITEMS_CHECKED
 COMPLETE, INCOMPLETE = "complete", "incomplete"
@@ -99,9 +109,9 @@ def _form_by_design(clinician_rows: pd.DataFrame) -> FormChoice:
             f"every pair of clinicians shares at least {PAIRWISE_MIN_SHARED_ITEMS} items ({least})",
         )
     return FormChoice(
-        ONEWAY,
+        TWOWAY,
         INCOMPLETE,
         least,
         f"each item rated by some of the {n_raters} clinicians and some pairs share fewer "
-        f"than {PAIRWISE_MIN_SHARED_ITEMS} items ({least}): the one-way form",
+        f"than {PAIRWISE_MIN_SHARED_ITEMS} items ({least}): the two-way form",
     )

@@ -25,6 +25,7 @@ from .alpha import ALPHA_LEVELS, clinician_alpha_statistics, machine_alpha_stati
 from .machine import MachineVsClinicianStatistic
 from .oneway import ClinicianOneWayStatistic
 from .pairwise import MEDHELM_MIN_SHARED_ITEMS, ClinicianPairwiseStatistic
+from .twoway import ClinicianTwoWayStatistic
 
 
 def bootstrap_machine_vs_clinicians(
@@ -140,6 +141,33 @@ def bootstrap_machine_minus_clinician_oneway(
     where the design gives the clinicians the one-way form (:mod:`.form_choice`)."""
     first = MachineVsClinicianStatistic(scores, machine=machine, on_degenerate=on_degenerate)
     second = ClinicianOneWayStatistic(scores, on_degenerate=on_degenerate)
+    return bootstrap_difference(
+        first,
+        second,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+        max_cells=max_cells,
+    )
+
+
+def bootstrap_machine_minus_clinician_twoway(
+    scores: pd.DataFrame,
+    *,
+    machine: object,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    method: str = "bca",
+    seed: int | np.integer | np.random.Generator | None = None,
+    on_degenerate: str = "raise",
+    max_cells: int = DEFAULT_MAX_CELLS,
+) -> BootstrapResult:
+    """Interval for (machine-vs-clinicians ICC) - (clinicians' two-way ICC(C,2)), both
+    recomputed on the same item resamples: the difference where the design gives the
+    clinicians the two-way form (:mod:`.form_choice`)."""
+    first = MachineVsClinicianStatistic(scores, machine=machine, on_degenerate=on_degenerate)
+    second = ClinicianTwoWayStatistic(scores, on_degenerate=on_degenerate)
     return bootstrap_difference(
         first,
         second,

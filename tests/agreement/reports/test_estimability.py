@@ -19,7 +19,7 @@ from agreement import analysis, selectors, services
 from agreement.errors import AgreementError
 from agreement.models import ReportSnapshot
 from agreement.stats import clinician_pairwise
-from agreement.stats.medhelm.form_choice import ONEWAY
+from agreement.stats.medhelm.form_choice import TWOWAY
 from tests.agreement.factories import demo_study_with_jury
 from tests.agreement.reports.jobs import created_report
 from tests.support.pdf import pdf_text
@@ -52,11 +52,11 @@ def demo(db):
     return demo_study_with_jury()
 
 
-def test_the_demo_rows_whose_pair_mean_was_minus_20_7_get_the_one_way_form_or_not_estimable(
+def test_the_demo_rows_whose_pair_mean_was_minus_20_7_get_the_two_way_form_or_not_estimable(
     demo, client, api_as
 ):
     # The demo's design is incomplete (2 of 4 clinicians per item), so its clinician cells take
-    # the one-way form (agreement.stats.medhelm.form_choice); the rows where MedHELM's pair
+    # the two-way form (agreement.stats.medhelm.form_choice); the rows where MedHELM's pair
     # mean lies below -1 show a number inside [-1, 1] or "not estimable" with the reason, in
     # every output. (A pair mean outside [-1, 1] on a complete design: tests/agreement/stats.)
     degenerate = _degenerate_rows(demo)
@@ -75,7 +75,7 @@ def test_the_demo_rows_whose_pair_mean_was_minus_20_7_get_the_one_way_form_or_no
     not_estimable = 0
     for row in degenerate:
         cell = _cell(snap.results["cells"], row)
-        assert cell["clinician_form"] == ONEWAY, (row, cell["clinician_form"])
+        assert cell["clinician_form"] == TWOWAY, (row, cell["clinician_form"])
         if cell["status"] == "ok":
             assert -1 <= cell["estimate"] <= 1, (row, cell["estimate"])
             continue

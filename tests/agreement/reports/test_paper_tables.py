@@ -318,7 +318,7 @@ def test_page_states_each_statistics_interval_and_marks_small_cells_approximate(
     # a report computed before the choice was recorded says so and marks nothing
     snap.method = {k: v for k, v in snap.method.items() if k != "intervals"}
     old = renderings.table2(snap.results, snap.method)
-    # (a clinician cell in the one-way form still names its form: issue 16)
+    # (a clinician cell in the two-way form still names its form: issues 16 and 21)
     notes = [c.note or "" for row in old.rows for c in row.cells if c.estimate]
     assert not any("approximate" in n for n in notes)
-    assert all(n == "" or n.startswith("clinician-clinician: one-way") for n in notes)
+    assert all(n == "" or n.startswith("clinician-clinician: two-way") for n in notes)

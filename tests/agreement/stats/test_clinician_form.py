@@ -1,6 +1,8 @@
 """The design decides the clinician-clinician form (issue 16): MedHELM's pair mean where
-every clinician rated every item (or every pair shares enough items), the one-way ICC(1,2)
-on the same z-scores where each item is rated by some of many clinicians. The one-way
+every clinician rated every item (or every pair shares enough items), the two-way ICC(C,2)
+with fitted clinician offsets where each item is rated by some of many clinicians (issue 21;
+tests/agreement/stats/test_icc_twoway_incomplete.py), the one-way ICC(1,2) on the same
+z-scores (issue 16) on request. The one-way
 estimate is checked against pingouin's one-way ANOVA on z-scores computed here with pandas
 (1e-10), and against pingouin's ICC1 on a complete matrix."""
 
@@ -14,6 +16,7 @@ import pytest
 from agreement.stats.medhelm import (
     ONEWAY,
     PAIRWISE,
+    TWOWAY,
     ClinicianOneWayStatistic,
     choose_clinician_form,
     clinician_oneway,
@@ -32,20 +35,23 @@ def test_a_complete_design_keeps_medhelm_pairs() -> None:
     assert (choice.form, choice.design) == (PAIRWISE, "complete")
 
 
-def test_few_of_many_clinicians_per_item_gets_the_one_way_form() -> None:
+def test_few_of_many_clinicians_per_item_gets_the_two_way_form() -> None:
     choice = choose_clinician_form(_table(Design(200, 29, 2), seed=2))
-    assert (choice.form, choice.design) == (ONEWAY, "incomplete")
+    assert (choice.form, choice.design) == (TWOWAY, "incomplete")
     assert choice.min_shared_items < PAIRWISE_MIN_SHARED_ITEMS
-    assert "one-way" in choice.reason
+    assert "two-way" in choice.reason
 
 
 def test_a_form_asked_for_is_used_and_its_reason_says_what_the_design_gives() -> None:
     table = _table(Design(200, 29, 2), seed=2)
     asked = choose_clinician_form(table, asked=PAIRWISE)
     assert (asked.form, asked.design) == (PAIRWISE, "incomplete")
-    assert asked.reason.startswith("asked for") and "one-way" in asked.reason
+    assert asked.reason.startswith("asked for") and "two-way" in asked.reason
+    # the one-way form of issue 16 stays available on request
+    one = choose_clinician_form(table, asked=ONEWAY)
+    assert one.form == ONEWAY and one.reason.startswith("asked for")
     # asking for the form the design gives changes nothing
-    assert choose_clinician_form(table, asked=ONEWAY) == choose_clinician_form(table)
+    assert choose_clinician_form(table, asked=TWOWAY) == choose_clinician_form(table)
     with pytest.raises(ValueError, match="clinician form"):
         choose_clinician_form(table, asked="pairs")
 

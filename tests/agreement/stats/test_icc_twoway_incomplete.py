@@ -1,0 +1,133 @@
+"""ICC(C,k) of the two-way model with fitted rater offsets on incomplete designs (issue 21):
+equal to pingouin's ICC(C,k) (ICC3k) (estimate and F interval, unrounded) on complete designs; on
+incomplete designs equal to Henderson's method III computed here from dense least-squares
+projections in observation space, with Wald's pivot at the interval's bounds equal to the F
+quantiles; the bootstrap form equal to the direct one on items copied by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pingouin as pg
+import pytest
+from scipy import stats
+
+from agreement.stats.icc_twoway_incomplete import (
+    icc_consistency_from_weights,
+    icc_consistency_incomplete,
+)
+from agreement.stats.medhelm import ClinicianTwoWayStatistic, clinician_twoway
+from agreement.stats.simulation import Design, score_table, simulate_matrix
+from tests.support.reference import pingouin_unrounded
+
+from .factories import long_from_matrix
+
+
+def _matrix(design: Design, seed: int) -> np.ndarray:
+    return simulate_matrix(np.random.default_rng(seed), design)[0]
+
+
+def _mixed_incomplete(seed: int) -> np.ndarray:
+    """40 items of 7 raters, 1, 2 or 3 ratings per item (connected through the raters)."""
+    rng = np.random.default_rng(seed)
+    x = _matrix(Design(40, 7, 7), seed)
+    keep = np.zeros(x.shape, dtype=bool)
+    for i, per_item in enumerate(rng.choice([1, 2, 2, 3], size=40)):
+        keep[i, rng.choice(7, size=per_item, replace=False)] = True
+    keep[np.arange(7), np.arange(7)] = keep[np.arange(7), (np.arange(7) + 1) % 7] = True
+    return np.where(keep, x, np.nan)
+
+
+@pytest.mark.parametrize(("n_raters", "seed"), [(2, 1), (3, 2), (5, 3)])
+def test_complete_design_equals_pingouin_icc_c_k(n_raters: int, seed: int) -> None:
+    x = _matrix(Design(60, n_raters, n_raters), seed)
+    ours = icc_consistency_incomplete(x, k=n_raters)
+    with pingouin_unrounded():
+        ref = pg.intraclass_corr(
+            long_from_matrix(x), targets="item", raters="rater", ratings="value"
+        ).set_index("Type")
+    assert ours.icc == pytest.approx(ref.loc["ICC(C,k)", "ICC"], abs=1e-10)
+    lo, hi = ref.loc["ICC(C,k)", "CI95"]
+    assert (ours.ci_low, ours.ci_high) == pytest.approx((lo, hi), abs=1e-8)
+    assert ours.icc_single == pytest.approx(ref.loc["ICC(C,1)", "ICC"], abs=1e-10)
+
+
+def _dense_henderson(x: np.ndarray, k: float) -> dict[str, float | np.ndarray]:
+    """Henderson III from the N x N projections of the rater and item indicator matrices."""
+    ii, jj = np.nonzero(~np.isnan(x))
+    y = x[ii, jj]
+    big_x = (jj[:, None] == np.arange(x.shape[1])).astype(float)
+    big_z = (ii[:, None] == np.arange(x.shape[0])).astype(float)
+    both = np.hstack([big_x, big_z])
+    p_x = big_x @ np.linalg.pinv(big_x)
+    p_xz = both @ np.linalg.pinv(both)
+    a = p_xz - p_x
+    sse = float(y @ (np.eye(len(y)) - p_xz) @ y)
+    df_e = len(y) - np.linalg.matrix_rank(both)
+    r = np.linalg.matrix_rank(a)
+    tr_c = float(np.trace(big_z.T @ (np.eye(len(y)) - p_x) @ big_z))
+    s2_e = sse / df_e
+    s2_a = (float(y @ a @ y) - r * s2_e) / tr_c
+    # Wald's split: the eigenvectors of A Z Z' A with positive eigenvalues span A's range
+    mu, u = np.linalg.eigh(a @ big_z @ big_z.T @ a)
+    pos = mu > 1e-9 * mu.max()
+    return {
+        "icc": s2_a / (s2_a + s2_e / k),
+        "mu": mu[pos],
+        "w": (u[:, pos].T @ y) ** 2,
+        "mse": s2_e,
+        "df_e": df_e,
+        "r": r,
+    }
+
+
+def _pivot(ref: dict, icc_k: float, k: float) -> float:
+    lam = icc_k / (k * (1.0 - icc_k))
+    return float((ref["w"] / (1.0 + lam * ref["mu"])).sum() / ref["r"] / ref["mse"])
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_incomplete_design_equals_dense_henderson_and_wald(seed: int) -> None:
+    x = _mixed_incomplete(seed)
+    ours = icc_consistency_incomplete(x, k=2, confidence=0.9)
+    ref = _dense_henderson(x, 2)
+    assert ours.icc == pytest.approx(ref["icc"], abs=1e-10)
+    assert (ours.df_items, ours.df_error) == (ref["r"], ref["df_e"])
+    f_hi = stats.f.ppf(0.95, ref["r"], ref["df_e"])
+    f_lo = stats.f.ppf(0.05, ref["r"], ref["df_e"])
+    assert _pivot(ref, ours.ci_low, 2) == pytest.approx(f_hi, rel=1e-8)
+    assert _pivot(ref, ours.ci_high, 2) == pytest.approx(f_lo, rel=1e-8)
+    assert ours.ci_low < ours.icc < ours.ci_high
+
+
+def test_bootstrap_weights_equal_items_copied_by_hand() -> None:
+    x = _mixed_incomplete(6)
+    rng = np.random.default_rng(7)
+    weights = rng.multinomial(40, np.full(40, 1 / 40), size=4).astype(float)
+    got = icc_consistency_from_weights(x, weights, k=2)
+    for w, value in zip(weights, got, strict=True):
+        copied = np.repeat(x, w.astype(int), axis=0)
+        copied = copied[:, ~np.isnan(copied).all(axis=0)]  # a rater with no item drawn
+        assert value == pytest.approx(icc_consistency_incomplete(copied).icc, abs=1e-9)
+    ones = icc_consistency_from_weights(x, np.ones((1, 40)))[0]
+    assert ones == pytest.approx(icc_consistency_incomplete(x).icc, abs=1e-10)
+
+
+def test_clinician_form_is_the_composites_matrix_and_the_statistic_agrees() -> None:
+    x, _ = simulate_matrix(np.random.default_rng(8), Design(80, 9, 2))
+    scores = score_table(x)
+    got = clinician_twoway(scores)
+    assert got.icc == pytest.approx(icc_consistency_incomplete(x).icc, abs=1e-10)
+    assert (got.n_items, got.n_clinicians) == (80, 9)
+    stat = ClinicianTwoWayStatistic(scores)
+    assert stat.estimate() == pytest.approx(got.icc, abs=1e-12)
+    assert stat.from_weights(np.ones((1, 80)))[0] == pytest.approx(got.icc, abs=1e-10)
+
+
+def test_no_item_rated_twice_is_refused_naming_the_degrees_of_freedom() -> None:
+    x = np.full((6, 3), np.nan)
+    x[np.arange(6), np.arange(6) % 3] = np.arange(6.0)
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        icc_consistency_incomplete(x)
+    with pytest.raises(ValueError, match="every rater"):
+        icc_consistency_incomplete(np.column_stack([x, np.full(6, np.nan)]))
+    assert np.isnan(icc_consistency_from_weights(x, np.ones((1, 6)))[0])
