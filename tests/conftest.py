@@ -13,6 +13,18 @@ def study_with_members(db):
     return make_study_with_members()
 
 
+PURE_STATISTICS = "tests/agreement/stats/"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The pure-statistics tests (no database, no broker, no Django) carry the `pure` mark, so
+    that CI's second stack, which repeats the tests that face the database or the broker,
+    can leave them out: they would give the same result on PostgreSQL and Redis."""
+    for item in items:
+        if PURE_STATISTICS in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.pure)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Remove this session's embedded broker and result files (medhelm_site.test_settings)."""
     import os
