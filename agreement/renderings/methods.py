@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agreement.stats.medhelm.form_choice import ONEWAY
+from agreement.stats.medhelm.form_choice import ONEWAY, TWOWAY
 
 #: The packages a reader needs to reproduce the numbers, in the order the paragraph names them.
 PACKAGES = ("numpy", "pandas", "scipy", "krippendorff", "pingouin")
@@ -156,9 +156,10 @@ def _attention_checks(method: Mapping[str, Any]) -> str:
 
 def _clinician_form(method: Mapping[str, Any]) -> str:
     """The clinician-clinician form and, where pairs are averaged in some cell, MedHELM's
-    pairs rule (left out when the report asked for the one-way form in every cell)."""
+    pairs rule (left out when the report asked for the one-way or the two-way form in every
+    cell)."""
     form = (method.get("forms") or {}).get("clinician_clinician", NOT_RECORDED)
-    if method.get("clinician_form") == ONEWAY:
+    if method.get("clinician_form") in (ONEWAY, TWOWAY):  # no cell averages pairs
         return f"Clinician-clinician agreement is the {form}."
     return (
         f"Clinician-clinician agreement is the {form}: {method.get('pairwise_rule', NOT_RECORDED)}."

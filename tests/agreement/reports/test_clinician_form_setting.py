@@ -22,9 +22,11 @@ from agreement.models import ReportSnapshot
 from agreement.stats.medhelm import (
     ASKED_AGAINST_DESIGN,
     BY_DESIGN,
+    CLINICIAN_FORMS,
     ONEWAY,
     PAIRWISE,
     REQUESTABLE_FORMS,
+    TWOWAY,
 )
 from tests.agreement.reports.jobs import created_report
 
@@ -49,25 +51,28 @@ def test_by_default_the_design_decides_and_the_report_says_so(built, client):
     snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
     assert snap.parameters["clinician_form"] == snap.method["clinician_form"] == BY_DESIGN
     assert snap.method["forms"]["clinician_clinician"] == analysis.CLINICIAN_FORM_RULE
-    assert ONEWAY in _clinician_forms(snap)  # the design's choice on this study
+    # the design's choice on this incomplete study: the two-way form (issue 21)
+    assert TWOWAY in _clinician_forms(snap)
     client.force_login(built.members.researcher)
     page = client.get(f"/studies/{built.study.pk}/agreement/{snap.pk}/").content.decode()
     assert escape(analysis.CLINICIAN_FORM_RULE) in _method_text(page)
-    # each one-way cell of the page's Table 2 (with a number, or not estimable) names its
+    # each two-way cell of the page's Table 2 (with a number, or not estimable) names its
     # form and why
     notes = re.findall(r'data-testid="clinician-form-note">(.*?)</div>', page, re.S)
-    oneway = [
+    twoway = [
         c
         for c in snap.results["cells"]
-        if (c["clinician_form"], c["column_kind"]) == (ONEWAY, "clinician")
+        if (c["clinician_form"], c["column_kind"]) == (TWOWAY, "clinician")
         and c["status"] in ("ok", "not_estimable")
         and c["section"] in ("overall", "criterion")
     ]
-    assert len(notes) == len(oneway) > 0
-    assert all(n.startswith("clinician-clinician: one-way") for n in notes)
+    assert len(notes) == len(twoway) > 0
+    assert all(
+        n.startswith(f"clinician-clinician: {escape(CLINICIAN_FORMS[TWOWAY])}") for n in notes
+    )
 
 
-@pytest.mark.parametrize("asked", [PAIRWISE, ONEWAY])
+@pytest.mark.parametrize("asked", [PAIRWISE, TWOWAY, ONEWAY])
 def test_a_form_asked_for_is_stored_used_in_every_cell_and_stated(built, asked):
     snap = services.create_snapshot(
         study=built.study, actor=None, parameters={**PARAMS, "clinician_form": asked}
