@@ -10,19 +10,16 @@ import http.client
 import json
 import random
 import re
-import secrets
-import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
+from tests.support.outage_site import set_up_site
 from tests.support.private_postgres import missing_binaries, private_cluster
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 CLINICIANS, ITEMS, PER_CLIENT = 4, 48, 10
 OUTAGE_SECONDS = 3.0
 
@@ -102,27 +99,6 @@ def clinician(port: int, seed: dict, who: dict, log: Log, accepted: set, done: l
     done.append(who["username"])
 
 
-def set_up_site(cluster, data_dir: Path):
-    sys.path.insert(0, str(BENCH))
-    from _support import PYTHON, app_env, run_step
-    from ratingbench.internal import run_internal_step
-
-    cluster.create_database("medhelm")
-    url = cluster.url("medhelm")
-    env = app_env(
-        url,
-        data_dir,
-        SECRET_KEY=secrets.token_urlsafe(50),
-        SECURE_SSL_REDIRECT="0",
-        SESSION_COOKIE_SECURE="0",
-        CSRF_COOKIE_SECURE="0",
-    )
-    run_step([PYTHON, "manage.py", "migrate", "--noinput"], env, "migrate")
-    run_step([PYTHON, "manage.py", "collectstatic", "--noinput"], env, "collectstatic")
-    seed, _ = run_internal_step("seed", {"clinicians": CLINICIANS, "items": ITEMS, "k": 1}, env)
-    return url, env, seed
-
-
 def wait_until_accepted(n: int, accepted: set, threads: list[threading.Thread]) -> None:
     while len(accepted) < n and any(t.is_alive() for t in threads):
         time.sleep(0.05)
@@ -145,7 +121,7 @@ def outage_figures(name: str, down: float, up: float, log: Log) -> dict:
 
 def test_ratings_survive_a_database_restart(tmp_path):
     with private_cluster() as cluster:
-        url, env, seed = set_up_site(cluster, tmp_path)
+        url, env, seed = set_up_site(cluster, tmp_path, clinicians=CLINICIANS, items=ITEMS, k=1)
         from ratingbench.gunicorn import Gunicorn
         from ratingbench.integrity import integrity
 

@@ -8,8 +8,6 @@ and links back to the form, which still holds the answers; the second Submit is 
 from __future__ import annotations
 
 import re
-import secrets
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,9 +15,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.support.outage_site import set_up_site
 from tests.support.private_postgres import missing_binaries, private_cluster
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 SHOTS = Path("/tmp/database-restart-browser")
 
 pytestmark = [
@@ -45,27 +43,6 @@ def stored(url: str, handle: str) -> tuple[str, dict[str, int | None]]:
             (handle,),
         ).fetchall()
     return status, dict(rows)
-
-
-def set_up_site(cluster, data_dir: Path):
-    sys.path.insert(0, str(BENCH))
-    from _support import PYTHON, app_env, run_step
-    from ratingbench.internal import run_internal_step
-
-    cluster.create_database("medhelm")
-    url = cluster.url("medhelm")
-    env = app_env(
-        url,
-        data_dir,
-        SECRET_KEY=secrets.token_urlsafe(50),
-        SECURE_SSL_REDIRECT="0",
-        SESSION_COOKIE_SECURE="0",
-        CSRF_COOKIE_SECURE="0",
-    )
-    run_step([PYTHON, "manage.py", "migrate", "--noinput"], env, "migrate")
-    run_step([PYTHON, "manage.py", "collectstatic", "--noinput"], env, "collectstatic")
-    seed, _ = run_internal_step("seed", {"clinicians": 1, "items": 4, "k": 1}, env)
-    return url, env, seed
 
 
 def in_a_thread_of_its_own(drive) -> None:
@@ -110,7 +87,7 @@ def wait_until(page, predicate, what: str, timeout: float = 30.0) -> None:
 def test_the_rating_page_survives_a_database_outage(tmp_path):
     SHOTS.mkdir(exist_ok=True)
     with private_cluster() as cluster:
-        url, env, seed = set_up_site(cluster, tmp_path)
+        url, env, seed = set_up_site(cluster, tmp_path, clinicians=1, items=4, k=1)
         from ratingbench.gunicorn import Gunicorn
 
         server = Gunicorn(env, 2, 4, tmp_path / "gunicorn.log")
