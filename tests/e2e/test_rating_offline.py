@@ -26,6 +26,23 @@ from tests.support.rating_page import (
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture
+def own_browser(browser):
+    """A Chromium of this test's own: crashing the renderers kills every renderer process of
+    the browser, and in the session's shared browser that took down processes other pages
+    (or Chromium's spare renderer) stood on, after which opening a page hung (seen in CI)."""
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
+    from tests.support.rating_page import TIMEOUT_MS
+
+    chromium = browser.browser_type.launch(
+        executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+    )
+    context = chromium.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    yield context
+    chromium.close()
+
+
 def crash_renderers(page) -> None:
     """Kill the browser's renderer processes, as a crash would: no pagehide, no unload.
     (CDP's Page.crash never answers, and chrome://crash is refused.)"""
@@ -39,12 +56,12 @@ def crash_renderers(page) -> None:
 
 
 def test_change_made_offline_survives_reopening_and_then_reaches_the_server(
-    live_server, new_context, keyboard_study
+    live_server, own_browser, keyboard_study
 ):
     s = keyboard_study
     item = s.queue[0]
     storage_key = f"medhelm-draft-{item.handle}"
-    context = new_context()
+    context = own_browser
     page = log_in(context, live_server, RATER)
     page.get_by_role("link", name="Continue rating").click()
     page.wait_for_url(rate_url(live_server, item))
