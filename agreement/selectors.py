@@ -18,24 +18,21 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
+from agreement.item_frame import items_frame
 from agreement.models import ReportJob, ReportSnapshot
 from annotation.models import (
     Assignment,
     ImportedRating,
-    Item,
     Rating,
     RatingStudy,
     StudyMembership,
 )
-from delphi.models import TaxonomyNode, TaxonomyVersion
 from jury.models import Judge, JudgeCall, JudgeScore, MetricScore
 
 ValueChoice = Literal["latest", "first"]
 
 JURY_RATER = "jury"
 METRIC_CRITERION = "overall"
-NO_CATEGORY = "(no category)"
-NO_BENCHMARK = "(no benchmark)"
 TABLE_COLUMNS = (
     "item",
     "criterion",
@@ -76,25 +73,6 @@ class ScoreData:
     judge_weights: dict[str, float] = field(default_factory=dict)
 
 
-def _categories(study: RatingStudy) -> dict[int, str]:
-    """Taxonomy node id -> name of its category (walking up parents). One query."""
-    versions = TaxonomyVersion.objects.filter(nodes__items__study=study).values("pk")
-    nodes = {
-        pk: (parent_id, name)
-        for pk, parent_id, name in TaxonomyNode.objects.filter(version__in=versions).values_list(
-            "pk", "parent_id", "name"
-        )
-    }
-    out: dict[int, str] = {}
-    for pk in nodes:
-        seen, current = set(), pk
-        while nodes[current][0] is not None and current not in seen:
-            seen.add(current)
-            current = nodes[current][0]
-        out[pk] = nodes[current][1]
-    return out
-
-
 def _unique_labels(labels: dict[str, set[str]]) -> dict[tuple[str, str], str]:
     """(kind, label) -> label, prefixed with the kind where two kinds share a label."""
     counts = Counter(label for names in labels.values() for label in names)
@@ -103,37 +81,6 @@ def _unique_labels(labels: dict[str, set[str]]) -> dict[tuple[str, str], str]:
         for kind, names in labels.items()
         for label in names
     }
-
-
-def _items_frame(study: RatingStudy) -> tuple[pd.DataFrame, set[int], set[int]]:
-    """Every item of the study with its model, benchmark and category, but the attention
-    checks (planted items with an obvious answer) and the calibration items (rated by every
-    rater against a reference): no part of the agreement statistics; their ids come second
-    and third. Two queries."""
-    categories = _categories(study)
-    item_rows = (
-        Item.objects.filter(study=study)
-        .order_by("pk")
-        .values_list(
-            "pk",
-            "external_id",
-            "model_name",
-            "benchmark",
-            "taxonomy_node_id",
-            "attention_check",
-            "calibration_item",
-        )
-    )
-    rows, checks, calibration = [], set(), set()
-    for pk, ext, model, bench, node, check, calibrating in item_rows:
-        if check is not None:
-            checks.add(pk)
-        elif calibrating is not None:
-            calibration.add(pk)
-        else:
-            rows.append((pk, ext, model, bench or NO_BENCHMARK, categories.get(node, NO_CATEGORY)))
-    frame = pd.DataFrame(rows, columns=["item", "external_id", "model", "benchmark", "category"])
-    return frame, checks, calibration
 
 
 @dataclass
@@ -315,7 +262,7 @@ def score_data(
     """
     if values not in ("latest", "first"):
         raise AgreementError(f"values must be 'latest' or 'first', got {values!r}", field="values")
-    items, checks, calibration = _items_frame(study)
+    items, checks, calibration = items_frame(study=study)
     left_out = checks | calibration
     criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
     clinicians = _clinician_scores(study, first=values == "first", leave_out=left_out)

@@ -4,10 +4,11 @@
   any formatter sees it: the message is formatted once and its secrets replaced by
   "[redacted]" (Authorization/Cookie headers, `Token …`/`Bearer …` credentials, values of
   password/token/secret/key fields, the password of any URL with credentials, the tokens in
-  the Delphi invitation and password-reset paths, and the literal values of the site's own
-  secrets: SECRET_KEY, the database, broker and e-mail passwords, the judges' API keys); a
-  traceback is formatted and redacted the same way; extra fields whose name says secret are
-  replaced.
+  the Delphi invitation and password-reset paths, the authorization code and state of a
+  single sign-on callback's URL, and the literal values of the site's own secrets:
+  SECRET_KEY, the database, broker and e-mail passwords, the single sign-on client secret,
+  the judges' API keys); a traceback is formatted and redacted the same way; extra fields
+  whose name says secret are replaced.
 - `JsonFormatter` writes one JSON object per line with a fixed set of fields and only the
   simple-typed extras; it never dumps a request object or a body (`django.request` records
   carry the whole request).
@@ -72,6 +73,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = 
     # the tokens in paths: /delphi/join/<token>/ and /accounts/password/reset/<uid>/<token>/
     (re.compile(r"(/join/)[^/\s?\"']+"), r"\1" + REDACTED),
     (re.compile(r"(/password/reset/)(?!sent/|done/)[^/\s?\"']+/[^/\s?\"']+"), r"\1" + REDACTED),
+    # a single sign-on callback's query string: the provider's one-time authorization code
+    # (with the client secret, a sign-in) and the state that binds it to the browser
+    (re.compile(r"([?&](?:code|state|session_state)=)[^&#\s\"']+"), r"\1" + REDACTED),
 ]
 
 
@@ -82,6 +86,7 @@ def _secret_values() -> list[str]:
     values: list[str] = [
         getattr(settings, "SECRET_KEY", ""),
         getattr(settings, "EMAIL_HOST_PASSWORD", ""),
+        getattr(settings, "MEDHELM_OIDC_CLIENT_SECRET", ""),
     ]
     for database in getattr(settings, "DATABASES", {}).values():
         values.append(str(database.get("PASSWORD") or ""))

@@ -38,7 +38,8 @@ def clinician_value(item_index: int, rater_index: int, criterion_index: int) -> 
     )
 
 
-def _taxonomy(study) -> dict[str, TaxonomyNode]:
+def two_category_taxonomy(study) -> dict[str, TaxonomyNode]:
+    """A task two levels under CATEGORIES[0] and a subcategory under CATEGORIES[1]."""
     version = TaxonomyVersion.objects.create(name=f"Test taxonomy {study.pk}")
     cds = TaxonomyNode.objects.create(version=version, kind="category", name=CATEGORIES[0])
     sub = TaxonomyNode.objects.create(
@@ -69,7 +70,7 @@ def submit(assignment: Assignment, *, rater_index: int, item_index: int, cannot_
 def _place_items(study) -> list[Item]:
     """Items under two categories, three benchmarks (one blank) and two models."""
     RubricCriterion.objects.filter(study=study, key="clarity").update(allow_cannot_assess=True)
-    nodes = _taxonomy(study)
+    nodes = two_category_taxonomy(study)
     items = list(Item.objects.filter(study=study).order_by("pk"))
     for i, item in enumerate(items):
         item.taxonomy_node = nodes["task"] if i % 4 in (0, 1) else nodes["subcategory"]

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agreement import selectors
+from agreement import item_frame, selectors
 from agreement.errors import AgreementError
 from annotation import services as annotation_services
 from annotation.models import Assignment, Item, StudyMembership
@@ -80,7 +80,7 @@ def test_item_attributes_walk_up_to_the_category(built):
     for i, item in enumerate(built.items):
         row = attrs.loc[item.pk]
         assert row["category"] == (CATEGORIES[0] if i % 4 in (0, 1) else CATEGORIES[1])
-        assert row["benchmark"] == (BENCHMARKS[i % 3] or selectors.NO_BENCHMARK)
+        assert row["benchmark"] == (BENCHMARKS[i % 3] or item_frame.NO_BENCHMARK)
         assert row["model"] == ("model-b" if i % 2 else "model-a")
     assert "coverage" in table.attrs
 
@@ -88,7 +88,9 @@ def test_item_attributes_walk_up_to_the_category(built):
 def test_items_without_a_node_have_no_category(built):
     Item.objects.filter(pk=built.items[0].pk).update(taxonomy_node=None)
     table = selectors.score_table(study=built.study)
-    assert set(table.loc[table["item"] == built.items[0].pk, "category"]) == {selectors.NO_CATEGORY}
+    assert set(table.loc[table["item"] == built.items[0].pk, "category"]) == {
+        item_frame.NO_CATEGORY
+    }
 
 
 def test_judges_latest_score_and_the_weighted_jury(built):

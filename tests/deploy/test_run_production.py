@@ -43,6 +43,7 @@ from tests.support.deploy import (
 from tests.support.oidc_provider.server import ProviderUser, RunningProvider, running_provider
 from tests.support.processes import child_pids
 from tests.support.reverse_proxy import Proxy, nginx_binary, running_nginx
+from tests.support.settings_variables import variables_read
 
 pytestmark = [
     pytest.mark.postgres,
@@ -67,8 +68,8 @@ PROVIDER_PASSWORD = "provider-password-5120"
 CLINICIAN = "clinician2"
 SSO_CLINICIAN = ProviderUser("dr.two", "Clinician2@demo.invalid", PROVIDER_PASSWORD, True)
 SSO_UNVERIFIED = ProviderUser("dr.three", "clinician3@demo.invalid", PROVIDER_PASSWORD, False)
-# The README's default LOGIN_FAILURE_LIMIT (the layout sets none).
-LOGIN_FAILURE_LIMIT = 5
+# The default LOGIN_FAILURE_LIMIT (the layout sets none), as the settings and the README give it.
+LOGIN_FAILURE_LIMIT = variables_read()["LOGIN_FAILURE_LIMIT"].production
 
 
 # nginx's certificate is self-signed, for 127.0.0.1 only.
@@ -377,8 +378,10 @@ def test_nginx_in_front_as_documented(layout, plan):
     assert status == 200 and headers.get("Content-Encoding") == "gzip"
     assert body == hashed.with_name(hashed.name + ".gz").read_bytes()
     assert "immutable" in headers["Cache-Control"]
-    access = (plan.proxy.folder / "access.log").read_text()
-    assert " /accounts/sso/callback/?" in access  # the single sign-on came through nginx
+    access = plan.proxy.access_log.read_text()
+    # the single sign-on came through nginx, which logged no authorization code or state
+    assert " /accounts/sso/callback/ " in access
+    assert "code=" not in access and "state=" not in access and "?" not in access
 
 
 def test_sigterm_stops_every_process_and_the_logs_are_json(layout):

@@ -2,8 +2,9 @@
 
 A child process runs the real settings with the JSON format on this test's database and
 drives a login (wrong password, then the right one), a rating submitted with a comment and
-one refused with a comment, the API with a token and with a wrong token, then writes a
-careless dump of the settings' secrets and a traceback holding a password. Its whole log
+one refused with a comment, the API with a token and with a wrong token, a single sign-on
+callback carrying an authorization code and state, then writes a careless dump of the
+settings' secrets (and of that callback's URL) and a traceback holding a password. Its whole log
 must name every request it made and contain none of those values.
 """
 
@@ -34,6 +35,9 @@ SECRETS = {
     "limiter_password": "limiter-password-k9j8h7",
     "judge_key": "sk-judge-key-never-logged-4455",
     "db_password": "db-password-never-logged-6677",
+    "sso_code": "SplxlOBeZQQYbYS6WxSbIA-authorization-code",
+    "sso_state": "af0ifjsldkj-state-never-logged",
+    "oidc_client_secret": "oidc-client-secret-never-logged-8899",
 }
 COMMENT = "Patient comment text: dose of 40 mg looked wrong"
 
@@ -89,6 +93,10 @@ def test_json_logs_of_real_requests_hold_no_secret_and_no_study_content(study_wi
             "DATABASE_URL": _database_url_with_a_password(),
             "JURY_LIMITER_REDIS_URL": f"redis://:{SECRETS['limiter_password']}@127.0.0.1:6379/9",
             "MEDHELM_JUDGE_KEY_TESTJUDGE": SECRETS["judge_key"],
+            # single sign-on on (its provider is never reached: the callback is refused)
+            "MEDHELM_OIDC_CLIENT_ID": "medhelm-test",
+            "MEDHELM_OIDC_CLIENT_SECRET": SECRETS["oidc_client_secret"],
+            "MEDHELM_OIDC_ISSUER": "https://id.hospital.invalid/realms/test",
         },
     )
     assert out.returncode == 0, out.stderr
@@ -100,6 +108,7 @@ def test_json_logs_of_real_requests_hold_no_secret_and_no_study_content(study_wi
         "submit-refused": 400,
         "api-token": 200,
         "api-bad-token": 401,
+        "sso-callback": 302,
     }
     lines = [line for line in out.stderr.splitlines() if line.startswith("{")]
     entries = [json.loads(line) for line in lines]
@@ -117,6 +126,7 @@ def test_json_logs_of_real_requests_hold_no_secret_and_no_study_content(study_wi
         ("POST", submit, 400),
         ("GET", "/api/studies/", 200),
         ("GET", "/api/studies/", 401),
+        ("GET", "/accounts/sso/callback/", 302),
     ]
     careless = [e for e in entries if e["logger"] == "medhelm.careless"]
     assert len(careless) == 2 and REDACTED in careless[0]["message"]
@@ -155,6 +165,8 @@ def _record(message: str, *args, **extra) -> logging.LogRecord:
         ("GET /delphi/join/Zx81kQ-aa_77pp/ 200", "Zx81kQ-aa_77pp"),
         ("GET /accounts/password/reset/MQ/c8k2xz-0b1f2e3d4c5b6a79/ 200", "c8k2xz-0b1f2e3d"),
         ("api_key=sk-live-abcdefghij", "sk-live-abcdefghij"),
+        ("GET /accounts/sso/callback/?code=SplxlOBeZQQYbYS6WxSbIA&state=af0 302", "SplxlOBeZQ"),
+        ("GET /accounts/sso/callback/?state=af0ifjsldkj&code=x1 302", "af0ifjsldkj"),
     ],
 )
 def test_the_filter_redacts_each_kind_of_secret(text, secret):

@@ -45,12 +45,18 @@ def main() -> None:
     answers["api-bad-token"] = api.get(
         "/api/studies/", HTTP_AUTHORIZATION=f"Token {spec['bad_token']}"
     ).status_code
+    # back from the single sign-on provider with an authorization code and a state this
+    # browser never asked for (refused, back to the login page)
+    callback = f"/accounts/sso/callback/?code={spec['sso_code']}&state={spec['sso_state']}"
+    answers["sso-callback"] = Client().get(callback).status_code
     # what a careless line could write: the settings' secrets and a traceback with one
     careless = logging.getLogger("medhelm.careless")
     careless.warning(
-        "settings %s broker %s",
+        "settings %s broker %s sso %s back from %s",
         {"SECRET_KEY": settings.SECRET_KEY, "DATABASES": settings.DATABASES},
         settings.JURY_LIMITER_REDIS_URL,
+        settings.MEDHELM_OIDC_CLIENT_SECRET,
+        callback,
         extra={"token": spec["token"], "headers": f"Authorization: Token {spec['token']}"},
     )
     try:

@@ -3,7 +3,9 @@ tests: the documented server blocks with only the machine-specific parts replace
 loopback, a self-signed certificate for 127.0.0.1, the static folder, gunicorn's address),
 inside a minimal main configuration of its own (its pid file, logs and temporary folders in a
 scratch folder). `nginx -t` must accept the result, so a config the installed nginx cannot
-load fails the test rather than a hospital's deployment.
+load fails the test rather than a hospital's deployment. Like Debian's, that main
+configuration has an access log of its own in nginx's default format (`default-access.log`):
+the documented server blocks must log to theirs (`access.log`) instead.
 """
 
 from __future__ import annotations
@@ -37,16 +39,33 @@ class Proxy:
     http_url: str  # the documented plain-HTTP server, redirecting to HTTPS
     folder: Path  # its configuration and logs
 
+    @property
+    def access_log(self) -> Path:
+        """The documented servers' access log."""
+        return self.folder / "access.log"
 
-def _replace_once(text: str, old: str, new: str) -> str:
+    @property
+    def default_access_log(self) -> Path:
+        """The main configuration's access log, which the documented servers replace."""
+        return self.folder / "default-access.log"
+
+
+def _replace(text: str, old: str, new: str, times: int = 1) -> str:
     count = text.count(old)
-    if count != 1:
-        raise AssertionError(f"{DOCUMENTED}: expected {old!r} once, found it {count} times")
+    if count != times:
+        raise AssertionError(f"{DOCUMENTED}: expected {old!r} {times} times, found it {count}")
     return text.replace(old, new)
 
 
 def site_config(
-    *, https_port: int, http_port: int, upstream: str, static_root: Path, cert: Path, key: Path
+    *,
+    https_port: int,
+    http_port: int,
+    upstream: str,
+    static_root: Path,
+    cert: Path,
+    key: Path,
+    access_log: Path,
 ) -> str:
     """docs/deploy/nginx.conf with this machine's ports, certificate and folders."""
     text = DOCUMENTED.read_text()
@@ -58,8 +77,9 @@ def site_config(
         ("/srv/medhelm/static/", f"{static_root}/"),
         ("http://127.0.0.1:8000", f"http://{upstream}"),
     ):
-        text = _replace_once(text, old, new)
-    return text
+        text = _replace(text, old, new)
+    # one in each server block
+    return _replace(text, "/var/log/nginx/medhelm.access.log", str(access_log), times=2)
 
 
 def _main_config(folder: Path, site: Path) -> str:
@@ -76,7 +96,7 @@ events {{ worker_connections 256; }}
 http {{
     include /etc/nginx/mime.types;
     default_type application/octet-stream;
-    access_log {folder / "access.log"};
+    access_log {folder / "default-access.log"};
 {temp}
     include {site};
 }}
@@ -124,6 +144,7 @@ def running_nginx(*, folder: Path, upstream: str, static_root: Path) -> Iterator
             static_root=static_root,
             cert=cert,
             key=key,
+            access_log=folder / "access.log",
         )
     )
     main = folder / "nginx.conf"
