@@ -87,6 +87,7 @@ from annotation.selectors.sampling import (
     CASE_KEYS,
     current_draw,
     items_to_rate,
+    model_note,
     sample_record,
     sample_units,
 )
@@ -155,6 +156,7 @@ __all__ = [
     "items_to_rate",
     "locked_assignment",
     "median_seconds_per_item",
+    "model_note",
     "next_calibration_handle",
     "progress_by_clinician",
     "queue_position",
