@@ -43,6 +43,7 @@ from annotation.selectors.dashboard import (
     items_short_of_k,
     median_seconds_per_item,
     progress_by_clinician,
+    short_of_k,
 )
 from annotation.selectors.exports import (
     EXPORT_COLUMNS,
@@ -171,6 +172,7 @@ __all__ = [
     "rubric_answers",
     "sample_record",
     "sample_units",
+    "short_of_k",
     "studies_for",
     "studies_with_any_role",
     "study_item",

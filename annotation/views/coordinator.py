@@ -116,7 +116,6 @@ def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
     study, roles = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
-    short_total, short_items = selectors.items_short_of_k(study=study, limit=50)
     is_coordinator = Role.COORDINATOR in roles
     return render(
         request,
@@ -129,8 +128,7 @@ def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
             "draw": selectors.current_draw(study=study),
             "clinicians": selectors.progress_by_clinician(study=study),
             "median_seconds": selectors.median_seconds_per_item(study=study),
-            "short_total": short_total,
-            "short_items": short_items,
+            "short": selectors.short_of_k(study=study, limit=50),
             "flagged": selectors.flagged_items(study=study),
             "check_results": selectors.check_results(study=study),
             "calibration_results": selectors.calibration_results(study=study),
