@@ -34,7 +34,11 @@ from medhelm_site.domain_errors import add_to_form
 RATINGS_PAGE_COLUMNS = (
     "external_id, model (the item), rater (a pseudonym; each becomes an imported member "
     "without login or assignments), criterion (a rubric key), value (on the criterion's "
-    "scale; decimals only where the criterion allows them), and optionally comment"
+    "scale; decimals only where the criterion allows them), and optionally comment and the "
+    "marks the export writes: attention_check (true/false) with expected_low and "
+    "expected_high (the range of the row's criterion that passes), calibration_item "
+    "(true/false) with calibration_reference; a mark must agree with this study's own "
+    "attention checks and calibration items, and a blank mark states nothing"
 )
 
 
