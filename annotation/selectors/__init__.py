@@ -99,6 +99,7 @@ from annotation.selectors.studies import (
     studies_for,
     studies_with_any_role,
     study_items,
+    study_model_count,
     study_progress,
     study_with_roles,
 )
@@ -179,6 +180,7 @@ __all__ = [
     "study_items",
     "study_member",
     "study_members",
+    "study_model_count",
     "study_progress",
     "study_with_roles",
     "task_names_for",
