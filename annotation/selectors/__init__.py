@@ -19,6 +19,7 @@ from annotation.selectors.audit import (
 from annotation.selectors.calibration import (
     RaterCalibration,
     RaterCalibrationResult,
+    calibration_item_choices,
     calibration_item_ids,
     calibration_items,
     calibration_record,
@@ -142,6 +143,7 @@ __all__ = [
     "audit_events",
     "audit_rows",
     "audit_scope",
+    "calibration_item_choices",
     "calibration_item_ids",
     "calibration_items",
     "calibration_record",
