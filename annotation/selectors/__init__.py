@@ -104,7 +104,7 @@ from annotation.selectors.studies import (
     study_progress,
     study_with_roles,
 )
-from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
+from annotation.selectors.taxonomy import filing_summary, task_names_for, taxonomy_node_for
 
 __all__ = [
     "AUDIT_COLUMNS",
@@ -154,6 +154,7 @@ __all__ = [
     "clinician_progress",
     "clinician_queue",
     "current_draw",
+    "filing_summary",
     "flagged_items",
     "item_review",
     "items_short_of_k",

@@ -304,6 +304,12 @@ def _import_page(
             "form": form,
             "job": job,
             "progress": imports.import_progress(job) if job else None,
+            # after an import, where the study's items landed (by taxonomy and model)
+            "filing": (
+                selectors.filing_summary(study=study)
+                if job is not None and job.status == ImportJob.Status.SUCCEEDED
+                else None
+            ),
             "jobs": study.import_jobs.all()[:20],
             "max_upload_bytes": imports.max_upload_bytes(),
         },
