@@ -16,7 +16,7 @@ from annotation.access import Role, get_study_for_user
 from annotation.calibration_stats import MIN_KAPPA_PAIRS
 from annotation.errors import AnnotationError
 from annotation.models import RatingStudy, RubricCriterion
-from medhelm_site.common.querying import parse_id
+from medhelm_site.common.querying import BadParameter, parse_id
 from medhelm_site.domain_errors import add_to_form
 
 
@@ -60,6 +60,15 @@ class ReferenceForm(forms.Form):
         return [(c, self[f"ref-{c.key}"]) for c in self.criteria]
 
 
+def _asked_item(request: HttpRequest) -> dict[str, int]:
+    """The item the address names (?item=, from the item page's link) as the form's initial
+    choice; nothing when it names none or no valid id."""
+    try:
+        return {"item": parse_id(request.GET["item"], field="item")}
+    except (KeyError, BadParameter):
+        return {}
+
+
 def _map_error(form: ReferenceForm, exc: AnnotationError) -> None:
     if exc.field and f"ref-{exc.field}" in form.fields:
         form.add_error(f"ref-{exc.field}", exc.message)
@@ -75,8 +84,7 @@ def calibration_page(request: HttpRequest, study_id: int) -> HttpResponse:
     criteria = list(study.criteria.all())
     if request.method == "POST" and request.POST.get("action") == "unmark":
         return _unmark(request, study)
-    asked = request.GET.get("item", "")
-    initial = {"item": int(asked)} if asked.isdigit() else {}
+    initial = _asked_item(request)
     choices = selectors.calibration_item_choices(
         study=study, query=request.GET.get("q", ""), include=initial.get("item")
     )
