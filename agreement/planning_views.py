@@ -18,6 +18,7 @@ from agreement.services import planning
 from agreement.stats.planning import PlanningInputError
 from annotation.access import STUDY_READERS, get_study_for_user
 from annotation.models import RatingStudy
+from annotation.selectors import study_model_count
 
 
 def _initial(study: RatingStudy) -> dict[str, Any]:
@@ -66,7 +67,11 @@ def plan(request: HttpRequest, study_id: int) -> HttpResponse:
                         + f"?queued={int(time.time())}"
                     )
             else:
-                context["answer"] = planning.answer(asked, form.cleaned_data)
+                answer = planning.answer(asked, form.cleaned_data)
+                context["answer"] = answer
+                context["cases_note"] = planning.in_cases(
+                    n_items=answer.n_items, n_models=study_model_count(study=study)
+                )
         except PlanningInputError as exc:
             _attach(form, exc)
     status = 400 if form is not None and form.errors else 200

@@ -148,7 +148,12 @@ class SampleDrawForm(forms.Form):
     ]
 
     strata = forms.MultipleChoiceField(
-        label="Strata", choices=STRATA_CHOICES, widget=forms.CheckboxSelectMultiple, required=False
+        label="Strata",
+        choices=STRATA_CHOICES,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="In a paired draw the model is not a stratum: each drawn case brings every "
+        "model's output, so the models are balanced by construction (the preview says so).",
     )
     rule = forms.ChoiceField(label="Allocation", choices=RULE_CHOICES, widget=forms.RadioSelect)
     total = forms.IntegerField(

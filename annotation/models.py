@@ -396,40 +396,6 @@ class AuditEvent(models.Model):
         return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.target_type}:{self.target_id}"
 
 
-class SampleDraw(models.Model):
-    """A seeded stratified draw of the items clinicians rate (annotation.sampling). The
-    study's latest draw is the one in force: assignment deals only its items; the items it
-    leaves out stay in the study for the jury and the metrics."""
-
-    class Rule(models.TextChoices):
-        PROPORTIONAL = "proportional", "Proportional to a total (largest remainder)"
-        QUOTAS = "quotas", "Quotas per stratum"
-
-    study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="sample_draws")
-    seed = models.BigIntegerField()
-    rule = models.CharField(max_length=16, choices=Rule.choices)
-    total = models.PositiveIntegerField(null=True, blank=True)
-    quotas = models.JSONField(default=dict, blank=True)
-    strata_keys = models.JSONField(default=list)
-    paired = models.BooleanField(default=True)
-    case_key = models.CharField(max_length=16, default="external_id")
-    # one entry per stratum: label, population, drawn, population_items, drawn_items
-    strata = models.JSONField(default=list)
-    # models, counts, and the drawn cases that lack a model (pairing not possible there)
-    summary = models.JSONField(default=dict)
-    items = models.ManyToManyField(Item, related_name="sample_draws")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"draw {self.pk} of study {self.study_id} (seed {self.seed})"
-
-
 def items_to_rate(study: RatingStudy) -> models.QuerySet[Item]:
     """The items clinicians are dealt: the latest draw's, or every item without a draw; never
     a calibration item (dealt to every rater apart, services.calibration). (Here,
@@ -439,27 +405,9 @@ def items_to_rate(study: RatingStudy) -> models.QuerySet[Item]:
     return items.filter(sample_draws=draw) if draw is not None else items
 
 
-class AgreementWatch(models.Model):
-    """The last snapshot of agreement while clinicians rate (computed by agreement's
-    refresh task, never on a request) and whether a refresh is queued.
-
-    ``requested_at`` is set when a refresh is sent (ratings arrived) and cleared when a
-    worker starts it, so ratings arriving meanwhile send at most one more (the debounce).
-    """
-
-    study = models.OneToOneField(RatingStudy, on_delete=models.CASCADE, related_name="watch")
-    summary = models.JSONField(null=True, blank=True)
-    computed_at = models.DateTimeField(null=True, blank=True)
-    submissions_seen = models.PositiveIntegerField(default=0)
-    requested_at = models.DateTimeField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    error_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"agreement watch of study {self.study_id}"
-
-
-# Kept in its own module (annotation.models would pass ~400 lines); imported here so Django
-# and `from annotation.models import ...` find it.
+# Kept in modules of their own (annotation.models would pass ~400 lines); imported here so
+# Django and `from annotation.models import ...` find them.
 from annotation.calibration_models import CalibrationCompletion, CalibrationItem  # noqa: E402, F401
 from annotation.checks_models import AttentionCheck  # noqa: E402, F401
+from annotation.sample_models import SampleDraw  # noqa: E402
+from annotation.watch_models import AgreementWatch  # noqa: E402, F401

@@ -6,8 +6,11 @@ services read the study's items into ``Unit`` rows and store what ``draw`` retur
   the largest-remainder (Hamilton) method so the counts sum exactly to the total.
 - Paired design: the sampled unit is a case (the same input answered by every model) and a
   drawn case brings all its models' outputs, so model comparisons are within case. The
-  model is then not a stratum key; cases missing a model are drawn after the complete ones
-  of their stratum and named in the notes.
+  model is then not a stratum key: a case holds every model, so the models are balanced by
+  construction (each answers the same drawn cases). A model asked for as a stratum is
+  recorded as balanced by pairing (``Draw.model_by_pairing``), never dropped without a
+  word. Cases missing a model are drawn after the complete ones of their stratum and named
+  in the notes.
 - Each stratum is shuffled by its own generator seeded with (seed, stratum label), from
   units sorted by case and id: the same seed and items give the same draw, and one
   stratum's draw does not depend on which other strata exist.
@@ -60,10 +63,21 @@ class Draw:
     keys: tuple[str, ...]  # the keys stratified on (a paired draw leaves the model out)
     unpaired_cases: tuple[tuple[str, str, tuple[str, ...]], ...] = field(default=())
     # (stratum label, case, models it lacks) for every drawn case missing a model
+    model_by_pairing: bool = False
+    # the model was asked for as a stratum of a paired draw: balanced by the pairing instead
 
     @property
     def total(self) -> int:
         return sum(s.drawn for s in self.strata)
+
+    @property
+    def model_note(self) -> str:
+        """The words for a model stratum balanced by the pairing; "" when none was asked."""
+        if not self.model_by_pairing:
+            return ""
+        return model_balance_note(
+            n_models=len(self.models), n_cases=self.total, n_unpaired=len(self.unpaired_cases)
+        )
 
 
 def stratum_label(values: Sequence[str]) -> str:
@@ -157,7 +171,10 @@ def draw(
     """The seeded stratified draw: by ``quotas`` (stratum label -> units) or proportional to
     ``total``. In a paired draw a unit is a case and counts are in cases."""
     keys = check_keys(keys)
-    if paired and "model" in keys:
+    # A case holds every model's output, so the model cannot split cases into strata; the
+    # pairing balances it instead, and the draw says so (model_by_pairing).
+    model_by_pairing = paired and "model" in keys
+    if model_by_pairing:
         keys = [k for k in keys if k != "model"]
     if (total is None) == (quotas is None):
         raise SamplingError("give either a total or quotas per stratum", field="total")
@@ -197,7 +214,23 @@ def draw(
         models=tuple(sorted(models)),
         keys=tuple(keys),
         unpaired_cases=tuple(unpaired),
+        model_by_pairing=model_by_pairing,
     )
+
+
+def model_balance_note(*, n_models: int, n_cases: int, n_unpaired: int) -> str:
+    """What a paired draw did with a model stratum, in words for the page, the command and
+    the report: the model is balanced by the pairing rather than stratified on."""
+    models = f"{n_models} model{'s' if n_models != 1 else ''}"
+    cases = f"{n_cases} drawn case{'s' if n_cases != 1 else ''}"
+    note = (
+        f"Model is not a stratum of a paired draw: each drawn case brings the output of every "
+        f"model, so the {models} are balanced by construction (each answers the same {cases})"
+    )
+    if n_unpaired:
+        lack = "lacks" if n_unpaired == 1 else "lack"
+        note += f", except {n_unpaired} case{'s' if n_unpaired != 1 else ''} that {lack} a model"
+    return note + "."
 
 
 def parse_quotas(text: str) -> dict[str, int]:

@@ -131,6 +131,13 @@ def _sample(method: Mapping[str, Any]) -> str:
         if draw.get("paired")
         else ""
     )
+    if draw.get("model_by_pairing"):
+        but = ", apart from those that lacked one" if draw.get("unpaired_cases") else ""
+        paired += (
+            f" The model, asked for as a stratum, was not stratified on: the pairing balances "
+            f"it, each of the {_count(draw.get('n_models'), 'model')} answering the same drawn "
+            f"cases{but}."
+        )
     return (
         f"The items put before clinicians were a stratified random sample "
         f"({drawn_text} of {_count(draw.get('n_items_study'), 'item')}"

@@ -8,6 +8,7 @@ for it (the id and the study travel together in the task's progress and result).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,10 +36,37 @@ WAITING_TOO_LONG_SECONDS = 300
 
 @dataclass(frozen=True)
 class PlanAnswer:
-    """The items needed, by each route that applies, with a line on what it means."""
+    """The items needed, by each route that applies, with a line on what it means.
+
+    An item is one model output; ``raters_per_item`` clinicians rate each, so the study
+    collects ``ratings`` item ratings (each scoring every criterion of the rubric)."""
 
     sizes: tuple[SampleSize, ...]
     summary: str
+    raters_per_item: int
+
+    @property
+    def n_items(self) -> int:
+        return self.sizes[0].n_items
+
+    @property
+    def ratings(self) -> int:
+        return self.n_items * self.raters_per_item
+
+
+def in_cases(*, n_items: int, n_models: int) -> str:
+    """The planned items in the unit the sample page draws in (cases, each answered by every
+    model of the study); "" when the study has fewer than two models (a case is an item)."""
+    if n_models < 2:
+        return ""
+    pooled = math.ceil(n_items / n_models)
+    return (
+        f"The sample page draws paired cases, each bringing the outputs of this study's "
+        f"{n_models} models: {n_items} items in all are {pooled} cases ({pooled * n_models} "
+        f"items); {n_items} items of each model (an ICC per model) are {n_items} cases "
+        f"({n_items * n_models} items). Outputs to one case tend to be alike, so items pooled "
+        f"from fewer cases tell less than the formula assumes."
+    )
 
 
 def answer(question: str, data: Mapping[str, Any]) -> PlanAnswer:
@@ -57,6 +85,7 @@ def answer(question: str, data: Mapping[str, Any]) -> PlanAnswer:
             f"{size.n_items} items, each rated by {data['k']} raters, give a "
             f"{data['confidence']:.0%} interval of width about {expected:.3f} around an ICC(1) "
             f"of {data['rho']:g} (about half the studies will see a wider one).",
+            data["k"],
         )
     if question == "power":
         args = (data["rho0"], data["rho1"], data["k"])
@@ -69,6 +98,7 @@ def answer(question: str, data: Mapping[str, Any]) -> PlanAnswer:
             f"{walter.n_items} items (Walter et al.) with {data['k']} raters each give an exact "
             f"power of {achieved:.3f} to show the ICC above {data['rho0']:g} when it is "
             f"{data['rho1']:g}; the exact F test needs {exact.n_items}.",
+            data["k"],
         )
     if question == "difference":
         size = difference_items(
@@ -86,6 +116,7 @@ def answer(question: str, data: Mapping[str, Any]) -> PlanAnswer:
             f"{data['rho_low'] + data['difference']:g} ({data['k_high']} per item) above one of "
             f"{data['rho_low']:g} ({data['k_low']} per item). An approximation: simulate the "
             "design to check it.",
+            data["k_low"],
         )
     raise ValueError(f"unknown planning question {question!r}")
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.imports.rows import loads, physical_lines, type_name, utf8_reason
+from annotation.imports.rows import loads, physical_lines, suggest, type_name, utf8_reason
 from medhelm_site.common.csv_export import FORMULA_TRIGGERS
 
 LONG_FORMATS = ("csv", "jsonl")
@@ -183,7 +183,8 @@ class _Reader:
                 problems.append(LineError(line, name, "appears twice in the header"))
             elif name not in self.known:
                 expected = ", ".join(self.known)
-                problems.append(LineError(line, name, f"unknown column; expected {expected}"))
+                reason = f"unknown column {name!r}{suggest(name, self.known)}; known: {expected}"
+                problems.append(LineError(line, name, reason))
             seen.add(name)
         for name in self.required:
             if name not in seen:
@@ -224,13 +225,16 @@ class _Reader:
             name = self._column(key)
             if name not in self.known:
                 expected = ", ".join(self.known)
-                parsed.errors.append(LineError(line, key, f"unknown field; expected {expected}"))
+                reason = f"unknown field {key!r}{suggest(key, self.known)}; known: {expected}"
+                parsed.errors.append(LineError(line, key, reason))
                 ok = False
             elif name in cells:
                 parsed.errors.append(LineError(line, name, "given twice (under two names)"))
                 ok = False
             elif value is None:
                 cells[name] = ""
+            elif isinstance(value, bool):  # a mark such as attention_check
+                cells[name] = "true" if value else "false"
             elif isinstance(value, bool) or not isinstance(value, str | int | float):
                 reason = f"expected text or a number, got {type_name(value)}"
                 parsed.errors.append(LineError(line, name, reason))

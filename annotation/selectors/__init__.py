@@ -19,6 +19,7 @@ from annotation.selectors.audit import (
 from annotation.selectors.calibration import (
     RaterCalibration,
     RaterCalibrationResult,
+    calibration_item_choices,
     calibration_item_ids,
     calibration_items,
     calibration_record,
@@ -43,6 +44,7 @@ from annotation.selectors.dashboard import (
     items_short_of_k,
     median_seconds_per_item,
     progress_by_clinician,
+    short_of_k,
 )
 from annotation.selectors.exports import (
     EXPORT_COLUMNS,
@@ -87,6 +89,7 @@ from annotation.selectors.sampling import (
     CASE_KEYS,
     current_draw,
     items_to_rate,
+    model_note,
     sample_record,
     sample_units,
 )
@@ -97,10 +100,11 @@ from annotation.selectors.studies import (
     studies_for,
     studies_with_any_role,
     study_items,
+    study_model_count,
     study_progress,
     study_with_roles,
 )
-from annotation.selectors.taxonomy import task_names_for, taxonomy_node_for
+from annotation.selectors.taxonomy import filing_summary, task_names_for, taxonomy_node_for
 
 __all__ = [
     "AUDIT_COLUMNS",
@@ -139,6 +143,7 @@ __all__ = [
     "audit_events",
     "audit_rows",
     "audit_scope",
+    "calibration_item_choices",
     "calibration_item_ids",
     "calibration_items",
     "calibration_record",
@@ -149,12 +154,14 @@ __all__ = [
     "clinician_progress",
     "clinician_queue",
     "current_draw",
+    "filing_summary",
     "flagged_items",
     "item_review",
     "items_short_of_k",
     "items_to_rate",
     "locked_assignment",
     "median_seconds_per_item",
+    "model_note",
     "next_calibration_handle",
     "progress_by_clinician",
     "queue_position",
@@ -169,12 +176,14 @@ __all__ = [
     "rubric_answers",
     "sample_record",
     "sample_units",
+    "short_of_k",
     "studies_for",
     "studies_with_any_role",
     "study_item",
     "study_items",
     "study_member",
     "study_members",
+    "study_model_count",
     "study_progress",
     "study_with_roles",
     "task_names_for",

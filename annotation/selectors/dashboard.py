@@ -128,6 +128,40 @@ def items_short_of_k(*, study: RatingStudy, limit: int = 200) -> tuple[int, list
 
 
 @dataclass(frozen=True)
+class ShortOfK:
+    """The dashboard's "items short of k": how many of the items dealt to clinicians lack
+    their k ratings, and which. Before any of them has a submitted rating a list says
+    nothing (every row reads 0 submitted), so ``awaiting_all`` tells the page to sum it up."""
+
+    total: int  # items short of k
+    n_items: int  # items dealt to clinicians (the draw's, or every item)
+    ratings_needed: int  # n_items x k
+    any_rated: bool  # whether any of them has a submitted rating yet
+    rows: list[ShortItem]
+
+    @property
+    def awaiting_all(self) -> bool:
+        return self.total > 0 and not self.any_rated
+
+
+def short_of_k(*, study: RatingStudy, limit: int = 50) -> ShortOfK:
+    """Items short of k (items_short_of_k) and whether the list is informative yet."""
+    total, rows = items_short_of_k(study=study, limit=limit)
+    pool = items_to_rate(study=study)
+    n_items = pool.count()
+    any_rated = Assignment.objects.filter(
+        study=study, status=Assignment.Status.SUBMITTED, item__in=pool
+    ).exists()
+    return ShortOfK(
+        total=total,
+        n_items=n_items,
+        ratings_needed=n_items * study.ratings_per_item,
+        any_rated=any_rated,
+        rows=rows,
+    )
+
+
+@dataclass(frozen=True)
 class FlaggedItem:
     item_id: int
     external_id: str

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from annotation.models import (
     Assignment,
     AttentionCheck,
+    CalibrationItem,
     ImportedRating,
     Rating,
     RatingStudy,
@@ -98,18 +99,58 @@ def rating_export_rows(
 
 
 #: The long format of the ratings import (annotation.services.rating_imports): an export in
-#: it imports into another study with the same items unchanged.
-LONG_RATING_COLUMNS = ["external_id", "model", "rater", "criterion", "value", "comment"]
+#: it imports into another study with the same items (and the same marks) unchanged. The
+#: last five columns mark the ratings the score table leaves out (annotation.imports.
+#: longmarks): attention checks with the range of the row's criterion that passes, and
+#: calibration items with the reference value of the row's criterion.
+LONG_RATING_COLUMNS = [
+    "external_id",
+    "model",
+    "rater",
+    "criterion",
+    "value",
+    "comment",
+    "attention_check",
+    "expected_low",
+    "expected_high",
+    "calibration_item",
+    "calibration_reference",
+]
+
+
+def _marks(
+    item_id: int,
+    key: str,
+    checks: dict[int, dict[str, list[int]]],
+    references: dict[int, dict[str, int]],
+) -> dict[str, Any]:
+    """The marking columns of one (item, criterion): empty ranges and references where the
+    check or the calibration item does not name the criterion."""
+    low, high = (checks.get(item_id) or {}).get(key) or (None, None)
+    return {
+        "attention_check": item_id in checks,
+        "expected_low": low,
+        "expected_high": high,
+        "calibration_item": item_id in references,
+        "calibration_reference": (references.get(item_id) or {}).get(key),
+    }
 
 
 def ratings_long_rows(*, study: RatingStudy) -> list[dict[str, Any]]:
-    """The ratings the score table uses, in the import's long format: submitted ratings as
-    they stand (with a value; cannot-assess answers are not scores) and imported ones,
-    raters by pseudonym, sorted by item, criterion and rater. Three queries."""
+    """Every rating with a value, in the import's long format: submitted ratings as they
+    stand (cannot-assess answers are not scores) and imported ones, raters by pseudonym,
+    sorted by item, criterion and rater; each marked when its item is an attention check or
+    a calibration item (which the score table leaves out). Five queries."""
     pseudonyms = dict(
         StudyMembership.objects.filter(
             study=study, role=StudyMembership.Role.CLINICIAN
         ).values_list("user_id", "pseudonym")
+    )
+    checks: dict[int, dict[str, list[int]]] = dict(
+        AttentionCheck.objects.filter(study=study).values_list("item_id", "expected")
+    )
+    references: dict[int, dict[str, int]] = dict(
+        CalibrationItem.objects.filter(study=study).values_list("item_id", "reference")
     )
     rows: list[tuple[tuple, dict[str, Any]]] = []
     native = Rating.objects.filter(
@@ -130,7 +171,8 @@ def ratings_long_rows(*, study: RatingStudy) -> list[dict[str, Any]]:
     for item_id, ext, model, user_id, position, key, value, comment in native:
         rater = pseudonyms.get(user_id) or f"clinician-{user_id}"  # as the score table
         row = {"external_id": ext, "model": model, "rater": rater, "criterion": key}
-        rows.append(((item_id, position, key, rater), {**row, "value": value, "comment": comment}))
+        row |= {"value": value, "comment": comment, **_marks(item_id, key, checks, references)}
+        rows.append(((item_id, position, key, rater), row))
     imported = ImportedRating.objects.filter(study=study).values_list(
         "item_id",
         "item__external_id",
@@ -144,6 +186,7 @@ def ratings_long_rows(*, study: RatingStudy) -> list[dict[str, Any]]:
     for item_id, ext, model, rater, position, key, value, comment in imported:
         shown = int(value) if float(value).is_integer() else value
         row = {"external_id": ext, "model": model, "rater": rater, "criterion": key}
-        rows.append(((item_id, position, key, rater), {**row, "value": shown, "comment": comment}))
+        row |= {"value": shown, "comment": comment, **_marks(item_id, key, checks, references)}
+        rows.append(((item_id, position, key, rater), row))
     rows.sort(key=lambda pair: pair[0])
     return [row for _key, row in rows]

@@ -9,45 +9,17 @@ from django.db.models import QuerySet
 
 from annotation import models
 from annotation.models import Item, RatingStudy, SampleDraw
-from annotation.sampling import Unit
-from delphi.models import TaxonomyNode
+from annotation.sampling import Unit, model_balance_note
+from annotation.selectors.taxonomy import NO_CATEGORY, NO_SUBCATEGORY, category_names
 
-NO_CATEGORY = "(no category)"
-NO_SUBCATEGORY = "(no subcategory)"
 NO_BENCHMARK = "(no benchmark)"
 CASE_KEYS = {"external_id": "external id", "input_text": "input text"}
-
-
-def _node_names(study: RatingStudy) -> dict[int, tuple[str, str]]:
-    """Taxonomy node id -> (category name, subcategory name), walking up parents."""
-    used = Item.objects.filter(study=study, taxonomy_node__isnull=False).values(
-        "taxonomy_node__version_id"
-    )
-    nodes = {
-        pk: (parent, kind, name)
-        for pk, parent, kind, name in TaxonomyNode.objects.filter(version_id__in=used).values_list(
-            "pk", "parent_id", "kind", "name"
-        )
-    }
-    out: dict[int, tuple[str, str]] = {}
-    for pk in nodes:
-        category, subcategory, current, seen = NO_CATEGORY, NO_SUBCATEGORY, pk, set()
-        while current is not None and current not in seen:
-            seen.add(current)
-            parent, kind, name = nodes[current]
-            if kind == TaxonomyNode.Kind.SUBCATEGORY:
-                subcategory = name
-            if kind == TaxonomyNode.Kind.CATEGORY:
-                category = name
-            current = parent
-        out[pk] = (category, subcategory)
-    return out
 
 
 def sample_units(*, study: RatingStudy, case_key: str = "external_id") -> list[Unit]:
     """Every item of the study as a sampler unit: its case (items of one case share their
     external id, or their input text) and its category, subcategory, benchmark and model."""
-    names = _node_names(study)
+    names = category_names(study=study)
     field = "input_text" if case_key == "input_text" else "external_id"
     rows = Item.objects.filter(study=study).order_by("pk")
     units = []
@@ -76,6 +48,19 @@ def current_draw(*, study: RatingStudy) -> SampleDraw | None:
     return SampleDraw.objects.filter(study=study).select_related("created_by").first()
 
 
+def model_note(*, draw: SampleDraw) -> str:
+    """What a recorded paired draw did with the model stratum it was asked for (balanced by
+    the pairing, annotation.sampling); "" when none was asked."""
+    summary = draw.summary or {}
+    if not summary.get("model_by_pairing"):
+        return ""
+    return model_balance_note(
+        n_models=len(summary.get("models", [])),
+        n_cases=summary.get("n_units_drawn", 0),
+        n_unpaired=len(summary.get("unpaired_cases", [])),
+    )
+
+
 def items_to_rate(*, study: RatingStudy) -> QuerySet[Item]:
     """The items clinicians are dealt: the current draw's, or every item without a draw."""
     return models.items_to_rate(study)
@@ -99,6 +84,8 @@ def sample_record(*, study: RatingStudy) -> dict[str, Any] | None:
         "n_items_drawn": draw.summary.get("n_items_drawn"),
         "n_items_study": draw.summary.get("n_items_study"),
         "unpaired_cases": len(draw.summary.get("unpaired_cases", [])),
+        "model_by_pairing": bool(draw.summary.get("model_by_pairing")),
+        "n_models": len(draw.summary.get("models", [])),
         "drawn_by": draw.created_by.get_username() if draw.created_by else None,
         "drawn_at": draw.created_at.isoformat(),
     }

@@ -55,6 +55,11 @@ def studies_with_any_role(*, user: AbstractBaseUser) -> QuerySet[RatingStudy]:
     )
 
 
+def study_model_count(*, study: RatingStudy) -> int:
+    """How many models answer the study's items (the outputs a paired case brings)."""
+    return Item.objects.filter(study=study).values("model_name").distinct().count()
+
+
 def study_items(*, study: RatingStudy) -> QuerySet[Item]:
     """The study's items with their model names: for coordinators only (raters are blinded)."""
     return Item.objects.filter(study=study).select_related("taxonomy_node").order_by("pk")

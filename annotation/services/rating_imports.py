@@ -1,6 +1,9 @@
 """Importing human ratings collected elsewhere from a long file (CSV or JSONL).
 
-Columns: external_id, model, rater (a pseudonym), criterion, value, and optionally comment.
+Columns: external_id, model, rater (a pseudonym), criterion, value, and optionally comment
+and the marks the long export writes (attention check and calibration item, with the range
+or reference of the row's criterion), which must agree with the study's own marks
+(annotation.imports.longmarks).
 Any design is accepted (raters may differ per item). Raters become pseudonymous study
 members flagged as imported: inactive memberships of users who cannot log in, so that no
 assignment is ever dealt to them. All or nothing: every bad line is reported and nothing
@@ -23,10 +26,11 @@ from annotation import audit
 from annotation.errors import AnnotationError, LongFileRefused
 from annotation.imports.longchecks import ITEM_ALIASES, StudyIndex, scale_value, text_cell
 from annotation.imports.longfile import LineError, LongRecord, read_long_file
+from annotation.imports.longmarks import MARK_COLUMNS, StudyMarks
 from annotation.models import ImportedRating, RatingStudy, StudyMembership
 
 RATING_COLUMNS = ("external_id", "model", "rater", "criterion", "value")
-RATING_OPTIONAL = ("comment",)
+RATING_OPTIONAL = ("comment", *MARK_COLUMNS)
 RATING_ALIASES = {**ITEM_ALIASES, "pseudonym": "rater", "rater_pseudonym": "rater"}
 PSEUDONYM_MAX = StudyMembership._meta.get_field("pseudonym").max_length
 
@@ -132,6 +136,7 @@ def _check_lines(
 ) -> list[_Line]:
     """The good lines; every problem of the others (and duplicates) goes to `errors`."""
     index = StudyIndex.of(study)
+    marks = StudyMarks.of(study)
     first_line: dict[tuple[int, str, int], int] = {}
     lines: list[_Line] = []
     for record in records:
@@ -147,6 +152,8 @@ def _check_lines(
                 "give imported raters pseudonyms of their own"
             )
             errors.append(LineError(record.line, "rater", reason))
+        if item_id is not None and criterion is not None:
+            marks.check(record, item_id, criterion.key, errors)
         if len(errors) > before:
             continue
         key = (item_id, rater, criterion.pk)

@@ -81,6 +81,8 @@ def _summary(study: RatingStudy, draw: sampling.Draw, case_key: str) -> dict[str
             for label, case, lacks in draw.unpaired_cases
         ],
         "case_key": CASE_KEYS[case_key],
+        # asked to stratify by model in a paired draw: balanced by the pairing instead
+        "model_by_pairing": draw.model_by_pairing,
     }
 
 
@@ -161,6 +163,7 @@ def draw_sample(
             "quotas": record.quotas,
             "strata_keys": record.strata_keys,
             "paired": paired,
+            "model_by_pairing": draw.model_by_pairing,
             "items_drawn": len(drawn),
             "strata": record.strata,
             "assignments_created": reassigned,

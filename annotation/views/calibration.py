@@ -16,24 +16,33 @@ from annotation.access import Role, get_study_for_user
 from annotation.calibration_stats import MIN_KAPPA_PAIRS
 from annotation.errors import AnnotationError
 from annotation.models import RatingStudy, RubricCriterion
-from medhelm_site.common.querying import parse_id
+from medhelm_site.common.querying import BadParameter, parse_id
 from medhelm_site.domain_errors import add_to_form
 
 
 class ReferenceForm(forms.Form):
-    """The item and its reference value per criterion (empty: that criterion has none). The
-    values are checked against each criterion's scale by the service, whose error names
-    the criterion and the value."""
+    """The item, chosen from a list of the study's items (selectors.calibration_item_choices),
+    and its reference value per criterion (empty: that criterion has none). The item and the
+    values are checked by the service, whose error names the item, or the criterion and the
+    value: the list is a convenience, not the check."""
 
-    item = forms.IntegerField(min_value=1, label="Item number")
+    item = forms.IntegerField(
+        min_value=1,
+        label="Item",
+        error_messages={"required": "Choose the item from the list."},
+        help_text="Grouped by category / subcategory; each named by its case (external id), "
+        "model and benchmark. Items already rated as ordinary work and attention checks "
+        "are not listed.",
+    )
     note = forms.CharField(
         required=False,
         label="Who agreed the reference (never shown to raters)",
         widget=forms.Textarea(attrs={"rows": 2, "cols": 50}),
     )
 
-    def __init__(self, *args, criteria: list[RubricCriterion], **kwargs) -> None:
+    def __init__(self, *args, criteria: list[RubricCriterion], choices: list, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["item"].widget = forms.Select(choices=[("", "Choose an item"), *choices])
         self.criteria = criteria
         for c in criteria:
             label = f"{c.label}: reference value"
@@ -51,6 +60,15 @@ class ReferenceForm(forms.Form):
         return [(c, self[f"ref-{c.key}"]) for c in self.criteria]
 
 
+def _asked_item(request: HttpRequest) -> dict[str, int]:
+    """The item the address names (?item=, from the item page's link) as the form's initial
+    choice; nothing when it names none or no valid id."""
+    try:
+        return {"item": parse_id(request.GET["item"], field="item")}
+    except (KeyError, BadParameter):
+        return {}
+
+
 def _map_error(form: ReferenceForm, exc: AnnotationError) -> None:
     if exc.field and f"ref-{exc.field}" in form.fields:
         form.add_error(f"ref-{exc.field}", exc.message)
@@ -66,8 +84,13 @@ def calibration_page(request: HttpRequest, study_id: int) -> HttpResponse:
     criteria = list(study.criteria.all())
     if request.method == "POST" and request.POST.get("action") == "unmark":
         return _unmark(request, study)
-    initial = {"item": request.GET.get("item")} if request.GET.get("item", "").isdigit() else {}
-    form = ReferenceForm(request.POST or None, criteria=criteria, initial=initial)
+    initial = _asked_item(request)
+    choices = selectors.calibration_item_choices(
+        study=study, query=request.GET.get("q", ""), include=initial.get("item")
+    )
+    form = ReferenceForm(
+        request.POST or None, criteria=criteria, choices=choices.groups, initial=initial
+    )
     status = 200
     if request.method == "POST":
         status = 400
@@ -94,6 +117,7 @@ def calibration_page(request: HttpRequest, study_id: int) -> HttpResponse:
         {
             "study": study,
             "form": form,
+            "choices": choices,
             "calibration_items": [
                 (c, [(labels.get(k, k), v) for k, v in c.reference.items()])
                 for c in selectors.calibration_items(study=study)

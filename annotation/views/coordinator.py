@@ -34,7 +34,11 @@ from medhelm_site.domain_errors import add_to_form
 RATINGS_PAGE_COLUMNS = (
     "external_id, model (the item), rater (a pseudonym; each becomes an imported member "
     "without login or assignments), criterion (a rubric key), value (on the criterion's "
-    "scale; decimals only where the criterion allows them), and optionally comment"
+    "scale; decimals only where the criterion allows them), and optionally comment and the "
+    "marks the export writes: attention_check (true/false) with expected_low and "
+    "expected_high (the range of the row's criterion that passes), calibration_item "
+    "(true/false) with calibration_reference; a mark must agree with this study's own "
+    "attention checks and calibration items, and a blank mark states nothing"
 )
 
 
@@ -116,7 +120,6 @@ def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
     study, roles = get_study_for_user(
         user=request.user, study_id=study_id, allowed_roles=STUDY_READERS
     )
-    short_total, short_items = selectors.items_short_of_k(study=study, limit=50)
     is_coordinator = Role.COORDINATOR in roles
     return render(
         request,
@@ -129,8 +132,7 @@ def dashboard_page(request: HttpRequest, study_id: int) -> HttpResponse:
             "draw": selectors.current_draw(study=study),
             "clinicians": selectors.progress_by_clinician(study=study),
             "median_seconds": selectors.median_seconds_per_item(study=study),
-            "short_total": short_total,
-            "short_items": short_items,
+            "short": selectors.short_of_k(study=study, limit=50),
             "flagged": selectors.flagged_items(study=study),
             "check_results": selectors.check_results(study=study),
             "calibration_results": selectors.calibration_results(study=study),
@@ -302,6 +304,12 @@ def _import_page(
             "form": form,
             "job": job,
             "progress": imports.import_progress(job) if job else None,
+            # after an import, where the study's items landed (by taxonomy and model)
+            "filing": (
+                selectors.filing_summary(study=study)
+                if job is not None and job.status == ImportJob.Status.SUCCEEDED
+                else None
+            ),
             "jobs": study.import_jobs.all()[:20],
             "max_upload_bytes": imports.max_upload_bytes(),
         },

@@ -32,7 +32,9 @@ def _initial(draw: SampleDraw | None) -> dict[str, Any]:
     else stratified by category, subcategory and model, proportional and paired."""
     if draw is None:
         return INITIAL
-    keys = list(draw.strata_keys) + (["model"] if draw.paired else [])
+    # a paired draw's model stratum is recorded as balanced by pairing (older draws: paired)
+    asked_model = draw.summary.get("model_by_pairing", draw.paired) if draw.paired else False
+    keys = list(draw.strata_keys) + (["model"] if asked_model else [])
     return {
         "strata": keys,
         "rule": draw.rule,
@@ -99,6 +101,7 @@ def sample_page(request: HttpRequest, study_id: int) -> HttpResponse:
         form = SampleDrawForm(initial=_initial(draw))
     context["form"] = form
     context["draw"] = draw
+    context["draw_model_note"] = selectors.model_note(draw=draw) if draw is not None else ""
     # whether the draw is dealt yet: a first draw deals nothing until Assign is pressed
     context["progress"] = selectors.study_progress(study=study)
     context["n_items"] = study.items.count()

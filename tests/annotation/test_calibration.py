@@ -284,6 +284,51 @@ def test_the_coordinator_page_marks_with_clear_errors_and_the_dashboard_reports(
     assert unmark.status_code == 302 and not CalibrationItem.objects.exists()
 
 
+def test_the_coordinator_chooses_the_item_from_a_list_the_server_still_checks(client, built):
+    """The item is a select of the study's items (case, model, benchmark; grouped by taxonomy),
+    leaving out the ones the service would refuse; a search narrows it; an item posted from
+    outside the list (another study's, one being rated) is still refused, by the service."""
+    study = built.study
+    rated, fresh = study.items.order_by("pk")[:2]
+    rater = Assignment.objects.filter(item=rated).first()
+    services.submit_assignment(
+        assignment_id=rater.pk, clinician=rater.clinician, answers=FULL_ANSWERS
+    )
+    client.force_login(built.coordinator)
+    url = reverse("annotation:calibration", args=[study.pk])
+    page = client.get(url).content.decode()
+    select = page[page.index('<select name="item"') :].split("</select>")[0]
+    assert '<optgroup label="(no category) / (no subcategory)">' in select
+    assert f'<option value="{fresh.pk}">{fresh.external_id} · {fresh.model_name} (#{fresh.pk})' in (
+        select
+    )
+    assert f'value="{rated.pk}"' not in select  # being rated: the service would refuse it
+    assert select.count("<option value=") == study.items.count()  # "" and all but one
+    narrowed = client.get(url, {"q": fresh.external_id}).content.decode()
+    assert narrowed.split("</select>")[0].count("<option value=") == 2
+    assert f"1 item matching “{fresh.external_id}” listed." in narrowed
+
+    # the item page's link preselects its item; an address naming no valid id selects none
+    linked = client.get(url, {"item": fresh.pk}).content.decode()
+    assert f'<option value="{fresh.pk}" selected>' in linked
+    for bad in ("²", "abc", "9" * 30):
+        odd = client.get(url, {"item": bad})
+        assert odd.status_code == 200 and " selected>" in odd.content.decode()
+        assert '<option value="" selected>' in odd.content.decode()
+
+    other = make_study_with_members(n_items=1, name="Other").study.items.get()
+    refused = client.post(url, {"item": other.pk, "ref-accuracy": "4"})
+    assert refused.status_code == 400
+    assert f"no item {other.pk} in this study" in refused.content.decode()
+    refused = client.post(url, {"item": rated.pk, "ref-accuracy": "4"})
+    assert refused.status_code == 400 and "already being rated" in refused.content.decode()
+    missing = client.post(url, {"item": "", "ref-accuracy": "4"})
+    assert (
+        missing.status_code == 400 and "Choose the item from the list." in missing.content.decode()
+    )
+    assert not CalibrationItem.objects.exists()
+
+
 def test_raters_and_researchers_cannot_reach_the_coordinator_page(client, built):
     _mark(built, built.study.items.first())
     url = reverse("annotation:calibration", args=[built.study.pk])

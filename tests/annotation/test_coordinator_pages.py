@@ -203,9 +203,32 @@ def test_dashboard_shows_progress_gaps_and_flags(client):
     assert "1 of 8 assignments submitted" in body
     assert "reference contradicts guideline" in body
     assert 'data-testid="short-total">4<' in body
+    assert 'data-testid="short-items"' in body and "short-summary" not in body
     client.force_login(setup.researcher)
     body = client.get(f"/studies/{setup.study.pk}/").content.decode()
     assert clinician.username not in body  # researchers see pseudonyms only
+
+
+@pytest.mark.django_db
+def test_before_any_rating_the_items_short_of_k_are_summed_up_not_listed(client):
+    setup = make_study_with_members(n_items=6, n_clinicians=2, k=2)
+    client.force_login(setup.coordinator)
+    body = client.get(f"/studies/{setup.study.pk}/").content.decode()
+    assert 'data-testid="short-total">6<' in body
+    assert (
+        "All 6 items for clinicians await their ratings: none has a submitted rating yet "
+        "(12 ratings to come, k = 2 per item)."
+    ) in body
+    assert 'data-testid="short-items"' not in body
+    assert f"/studies/{setup.study.pk}/items/" not in body  # no row links an item yet
+    # the first rating makes the list informative: it comes back, fewest ratings first
+    clinician = setup.clinicians[0]
+    a = Assignment.objects.filter(clinician=clinician).order_by("position").first()
+    services.submit_assignment(assignment_id=a.pk, clinician=clinician, answers=FULL_ANSWERS)
+    body = client.get(f"/studies/{setup.study.pk}/").content.decode()
+    assert 'data-testid="short-items"' in body and "short-summary" not in body
+    rows = body[body.index('data-testid="short-items"') :].split("</table>")[0]
+    assert rows.count("<tr>") == 7  # the header and the 6 items, none complete yet
 
 
 @pytest.mark.django_db

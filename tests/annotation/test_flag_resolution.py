@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 from annotation import services
 from annotation.errors import AnnotationError
 from annotation.models import Assignment, AuditEvent, StudyMembership
-from tests.factories import make_study_with_members
+from tests.factories import FULL_ANSWERS, make_study_with_members
 
 
 @pytest.fixture
@@ -36,7 +36,12 @@ def test_dashboard_rows_name_the_model_and_link_the_item_page(client, flagged):
     flag_table = body[body.index('data-testid="flagged"') :]
     assert assignment.item.model_name in flag_table.split("</table>")[0]
     assert f'href="{_item_url(setup, assignment)}"' in body
-    # Items short of k link their item page too (every item is short here).
+    # Items short of k link their item page too (every item is short here), once a rating
+    # is in (before that the list is summed up in a line)
+    other = setup.clinicians[1]
+    first = Assignment.objects.filter(clinician=other).order_by("position").first()
+    services.submit_assignment(assignment_id=first.pk, clinician=other, answers=FULL_ANSWERS)
+    body = client.get(f"/studies/{setup.study.pk}/").content.decode()
     for item in setup.study.items.all():
         assert f'href="/studies/{setup.study.pk}/items/{item.pk}/"' in body
 

@@ -10,6 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
+from annotation.imports.longmarks import MARK_COLUMNS
 from annotation.models import AuditEvent, ImportedRating
 from jury.models import JudgeScore, MetricScore
 from tests.factories import make_study_with_members
@@ -119,6 +120,10 @@ def test_long_exports_read_back_by_the_imports(built, client):
         wanted = list(csv.reader(io.StringIO(expected)))
         if "scores" in url:  # a metric is written on the criterion "overall"
             wanted[2][4] = "overall"
+        else:  # the ratings export marks each row: neither a check nor a calibration item
+            wanted = [wanted[0] + list(MARK_COLUMNS)] + [
+                [*row, "False", "", "", "False", ""] for row in wanted[1:]
+            ]
         assert rows == wanted, url
 
 

@@ -39,6 +39,21 @@ def test_draw_records_strata_seed_items_and_audit_and_pairs_models():
     assert event.actor == coordinator and event.after["seed"] == 11
     assert event.after["items_drawn"] == 27
     assert record.summary["unpaired_cases"] == []
+    # the model asked for is recorded as balanced by the pairing, not dropped without a word
+    assert record.summary["model_by_pairing"] is True
+    assert event.after["model_by_pairing"] is True
+    assert "the 3 models are balanced by construction" in selectors.model_note(draw=record)
+
+
+@pytest.mark.django_db
+def test_a_draw_without_a_model_stratum_records_none():
+    study, coordinator, _ = _study()
+    record = services.draw_sample(
+        study=study, actor=coordinator, keys=["category"], seed=11, total=9
+    )
+    assert record.summary["model_by_pairing"] is False
+    assert selectors.model_note(draw=record) == ""
+    assert selectors.sample_record(study=study)["model_by_pairing"] is False
 
 
 @pytest.mark.django_db
@@ -102,6 +117,8 @@ def test_command_previews_then_records():
     out = io.StringIO()
     call_command("draw_sample", study=study.pk, total=3, seed=4, preview=True, stdout=out)
     assert "Diagnosis / Differential: 1 of 12 cases (3 of 36 items)" in out.getvalue()
+    # the default strata name the model: the command says what the paired draw does with it
+    assert "the 3 models are balanced by construction" in out.getvalue()
     assert not SampleDraw.objects.exists()
     out = io.StringIO()
     call_command("draw_sample", study=study.pk, quota=["Notes / Discharge = 2"], seed=4, stdout=out)
@@ -122,6 +139,10 @@ def test_report_method_states_the_draw():
     assert "(27 of 81 items; draw" in text and "seed 77" in text
     assert "stratified by category, subcategory" in text
     assert "Diagnosis / Imaging 2/6" in text and "paired design" in text
+    assert (
+        "The model, asked for as a stratum, was not stratified on: the pairing balances it, "
+        "each of the 3 models answering the same drawn cases."
+    ) in text
 
 
 @pytest.mark.django_db
@@ -144,11 +165,15 @@ def test_page_previews_then_confirms_and_shows_errors(client):
     assert page.status_code == 200 and not SampleDraw.objects.exists()
     seed = page.context["seed"]
     assert page.context["preview"].total == 9
+    assert 'data-testid="preview-model-by-pairing"' in page.content.decode()
     confirm = client.post(url, {**form, "seed": str(seed), "paired": "True", "action": "confirm"})
     assert confirm.status_code == 302
     assert SampleDraw.objects.get().seed == seed
     # the page offers the draw in force again, to repeat or vary it
-    assert client.get(url).context["form"].initial["seed"] == seed
+    again = client.get(url)
+    assert again.context["form"].initial["seed"] == seed
+    assert "model" in again.context["form"].initial["strata"]
+    assert "the 3 models are balanced by construction" in again.content.decode()
     bad = client.post(url, {**form, "rule": "quotas", "quotas": "Notes / Discharge = 10"})
     assert bad.status_code == 400
     assert "more than its 9 units" in bad.content.decode()
@@ -184,6 +209,9 @@ def test_page_says_a_first_draw_is_not_dealt_and_offers_to_deal_it(client):
     page = client.post(url, form, follow=True)
     text = page.content.decode()
     assert "Nothing is dealt to the clinicians yet" in text
+    # no model stratum was asked: the form offers none again, and no note speaks of one
+    assert page.context["form"].initial["strata"] == ["category", "subcategory"]
+    assert "draw-model-by-pairing" not in text
     assert 'data-testid="draw-not-dealt"' in text and f'action="{assign_url}"' in text
     assert f"Deal the drawn items to the {len(clinicians)} clinicians" in text
     assert not Assignment.objects.filter(study=study).exists()

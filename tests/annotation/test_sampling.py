@@ -75,6 +75,22 @@ def test_paired_draw_takes_every_model_of_each_drawn_case():
     assert result.unpaired_cases == ()
 
 
+def test_a_model_stratum_of_a_paired_draw_is_said_to_be_balanced_by_the_pairing():
+    # asked for, it is not silently dropped: the draw records and words the balance
+    pool = units({"Diagnosis": 20, "Notes": 10}, missing={"Notes-000": {"llama"}})
+    asked = draw(pool, keys=["category", "model"], seed=5, total=30)
+    assert asked.keys == ("category",) and asked.model_by_pairing
+    assert asked.model_note == (
+        "Model is not a stratum of a paired draw: each drawn case brings the output of every "
+        "model, so the 3 models are balanced by construction (each answers the same 30 drawn "
+        "cases), except 1 case that lacks a model."
+    )
+    not_asked = draw(pool, keys=["category"], seed=5, total=30)
+    assert not not_asked.model_by_pairing and not_asked.model_note == ""
+    unpaired = draw(pool, keys=["category", "model"], seed=5, total=30, paired=False)
+    assert unpaired.keys == ("category", "model") and unpaired.model_note == ""
+
+
 def test_paired_draw_prefers_complete_cases_and_names_the_incomplete_ones():
     missing = {"Notes-000": {"llama"}, "Notes-001": {"llama", "gpt"}}
     pool = units({"Notes": 4}, missing=missing)

@@ -76,6 +76,8 @@ class Command(BaseCommand):
     def _print(self, draw: Draw, seed: int) -> None:
         unit = "cases" if draw.paired else "items"
         self.stdout.write(f"Seed {seed}; strata by {', '.join(draw.keys) or 'nothing'}; {unit}.")
+        if draw.model_note:
+            self.stdout.write(draw.model_note)
         for s in draw.strata:
             self.stdout.write(
                 f"  {s.label}: {s.drawn} of {s.population} {unit} "

@@ -229,3 +229,50 @@ def test_simulation_of_medhelm_pairs_shows_the_spread(built, settings):
     assert 'data-testid="simulation-range"' in html
     assert 'data-testid="simulation-median"' not in html
     assert "clinician_pairwise" in html
+
+
+def test_every_input_says_its_unit_and_meaning(built):
+    """Each field of each question carries a help text naming its unit (a count, ICC units,
+    a proportion, scale points) and the page renders it."""
+    from agreement.planning_forms import QUESTIONS
+
+    page = _client(built.coordinator).get(_url(built)).content.decode()
+    for name, form_class in QUESTIONS.items():
+        for field_name, field in form_class.base_fields.items():
+            if field_name == "tails":  # its choices say what each test is
+                continue
+            assert field.help_text, f"{name}.{field_name} has no unit or meaning"
+            assert f'id="id_{name}-{field_name}_helptext"' in page, (name, field_name)
+    width = QUESTIONS["precision"].base_fields["width"].help_text
+    assert "In ICC units" in width and "upper bound minus the lower bound" in width
+
+
+def test_the_answer_says_what_an_item_is_and_counts_ratings_and_cases():
+    built = make_study_with_members(n_items=2, n_clinicians=3, k=3)
+    from annotation import services
+    from tests.factories import item_rows
+
+    services.create_items(
+        study=built.study,
+        rows=item_rows(2, models=("model-b", "model-c"), prefix="case"),
+        actor=built.coordinator,
+    )
+    query = {
+        "question": "precision",
+        "precision-rho": 0.8,
+        "precision-k": 3,
+        "precision-confidence": 0.95,
+        "precision-width": 0.3,
+    }
+    html = _client(built.coordinator).get(_url(built, **query)).content.decode()
+    n = bonett_items(0.8, 3, 0.3, small_k_correction=False).n_items
+    assert (
+        f"An item is one model output (the unit the ICC is computed over). {n} items, each "
+        f"rated by 3 clinicians, make <strong>{3 * n}</strong> item ratings"
+    ) in html
+    pooled = -(-n // 3)
+    assert (
+        f"this study&#x27;s 3 models: {n} items in all are {pooled} cases ({pooled * 3} "
+        f"items); {n} items of each model (an ICC per model) are {n} cases ({n * 3} items)"
+    ) in html
+    assert "<th>Items (model outputs)</th>" in html

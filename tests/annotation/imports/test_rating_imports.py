@@ -181,7 +181,8 @@ def test_a_bad_header_and_bad_jsonl_lines_are_reported(study):
     assert (
         1,
         "score",
-        "unknown column; expected external_id, model, rater, criterion, value, comment",
+        "unknown column 'score'; known: external_id, model, rater, criterion, value, comment, "
+        "attention_check, expected_low, expected_high, calibration_item, calibration_reference",
     ) in errors
     assert (1, "value", "required column missing from the header") in errors
     text = "\n".join(
