@@ -96,6 +96,19 @@ ALPHA_FORM = (
     "of the z-scores only; bootstrap interval on the ICC's item resamples (same seed)"
 )
 DIFFERENCE_FORM = "machine ICC(3,2) minus clinician-clinician mean ICC(3,2), same resamples"
+#: The machine side on an incomplete design with the two-way clinician form (issue 21).
+FITTED_CI_METHOD = (
+    "bootstrap over items, percentile, each clinician's offset and the two-way model's item "
+    "and error variances refitted on every resample (agreement.stats.medhelm.fitted; "
+    "percentile, not BCa, whatever the report's setting: chosen by simulation)"
+)
+#: The clinicians' interval alpha on such a design: the two-way model's ICC(C,1).
+TWOWAY_ALPHA_CI_METHOD = (
+    "the clinicians' interval alpha with their offsets fitted is s2_item / (s2_item + s2_e) "
+    "of the two-way model (the value interval alpha estimates once each clinician's offset is "
+    "removed), with Wald's exact interval for ICC(C,1); ordinal alpha stays on the z-scores "
+    "(bootstrap over items; it has no fitted counterpart and its coverage is not simulated)"
+)
 CI_METHODS = {"bca": "bootstrap over items, BCa", "percentile": "bootstrap over items, percentile"}
 #: Which interval each statistic of Table 2 is given with, and why it may resample items only
 #: ("{ci}" is the report's CI_METHODS text).
@@ -108,6 +121,12 @@ INTERVAL_BY_STATISTIC = {
     "clinician_clinician_twoway": TWOWAY_CI_METHOD,
     "alpha": "{ci}, on the ICC's resamples (z-scores, so the rater means do not enter)",
     "difference": "{ci}; both terms on the same resamples",
+    "machine_vs_clinicians_fitted": FITTED_CI_METHOD,
+    "alpha_fitted": "machine: interval alpha 2c / (v + 1) from the same fit, "
+    + FITTED_CI_METHOD
+    + "; clinicians: "
+    + TWOWAY_ALPHA_CI_METHOD,
+    "difference_fitted": "both terms from the same fit, " + FITTED_CI_METHOD,
 }
 INTERVAL_COVERAGE = (
     "coverage checked by simulation (bench/bench_coverage.py: normal two-way random-effects "
@@ -131,7 +150,7 @@ INTERVAL_COVERAGE = (
 #: clinicians) says of itself.
 INCOMPLETE_DESIGN_NOTE = (
     "approximate interval: each item rated by some of the clinicians (an incomplete design), "
-    "where the simulated coverage of the interval fell short of its nominal level by more "
+    "where the simulated coverage of the interval differed from its nominal level by more "
     "than 1.5 points even at 200 items (Method)"
 )
 #: What a cell's interval on fewer than APPROXIMATE_BELOW_ITEMS items says of itself.
@@ -144,6 +163,10 @@ APPROXIMATE_BELOW_ITEMS = MIN_ITEMS_CHECKED
 #: within 1.5 points of its nominal level on incomplete designs from APPROXIMATE_BELOW_ITEMS
 #: items on: their cells on such designs are not marked approximate.
 INCOMPLETE_CHECKED_FORMS: tuple[str, ...] = (TWOWAY,)
+#: Machine sides (agreement.stats.medhelm.form_choice.MACHINE_FORMS) whose machine and
+#: difference intervals the simulation found within 1.5 points of nominal on incomplete
+#: designs from APPROXIMATE_BELOW_ITEMS items on: their cells there are not marked.
+INCOMPLETE_CHECKED_MACHINE_FORMS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,6 +230,7 @@ class Settings:
             "approximate_note": APPROXIMATE_NOTE.format(n=APPROXIMATE_BELOW_ITEMS),
             "approximate_incomplete_note": INCOMPLETE_DESIGN_NOTE,
             "incomplete_checked_forms": list(INCOMPLETE_CHECKED_FORMS),
+            "incomplete_checked_machine_forms": list(INCOMPLETE_CHECKED_MACHINE_FORMS),
         }
 
     def boot(self) -> dict[str, Any]:

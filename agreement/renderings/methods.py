@@ -72,7 +72,17 @@ def _interval_choice(method: Mapping[str, Any]) -> str:
         )
         + "; "
         f"Krippendorff's alpha, {by.get('alpha', NOT_RECORDED)}; differences, "
-        f"{by.get('difference', NOT_RECORDED)}. " + _sentence(record.get("coverage", ""))
+        f"{by.get('difference', NOT_RECORDED)}"
+        + (
+            " (where the clinicians get the two-way form on an incomplete design, the machine "
+            f"side has the clinicians' offsets fitted: ICC(3,2), {by['machine_vs_clinicians_fitted']}; "
+            f"alpha, {by.get('alpha_fitted', NOT_RECORDED)}; differences, "
+            f"{by.get('difference_fitted', NOT_RECORDED)})"
+            if by.get("machine_vs_clinicians_fitted")
+            else ""
+        )
+        + ". "
+        + _sentence(record.get("coverage", ""))
     )
 
 

@@ -130,6 +130,9 @@ def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | N
     checked = record.get("incomplete_checked_forms") or ()
     if c.get("clinician_form") in checked and c.get("column_kind") == "clinician":
         return None
+    # machine sides (machine and difference cells) found covering there (issue 21)
+    if c.get("machine_form") in (record.get("incomplete_checked_machine_forms") or ()):
+        return None
     return str(incomplete) if incomplete and c.get("design") == "incomplete" else None
 
 
