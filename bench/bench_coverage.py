@@ -25,6 +25,12 @@ Intervals:
   mean): printed as "report: two-way, Wald exact", beside the one-way ICC(1,2) on z-scores
   with its F interval (issue 16, "before (issue 16)") and the pair mean printed before that
   ("before: ..."); --report-only leaves out the pair mean (slow with 29 clinicians).
+  There the machine side now has the clinicians' offsets fitted (agreement.stats.medhelm.
+  fitted; issue 21, i21-machine): machine ICC(3,2), machine interval alpha and the difference
+  with the item bootstrap percentile interval, fit redone per resample ("report: offsets
+  fitted"; BCa on the same resamples beside it, "not chosen"), the clinicians' interval alpha
+  as the two-way ICC(C,1) with Wald's interval; the z-scored statistics the reports printed
+  before are the "before: z-scores" rows.
 - Designs of LARGE_ITEMS items or more run at most --large-studies studies (default 200,
   Monte Carlo error 1.5 points), so a 2,000-item run stays minutes.
 The ICC forms are not computed on the incomplete design: the library has no interval for

@@ -221,6 +221,13 @@ def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
         f"Agreement of each machine rater (the LLM jury, each judge and each automatic metric) "
         f"with the clinicians was measured by {forms.get('machine_vs_clinicians', NOT_RECORDED)}, "
         f"that is {forms.get('names', '').rstrip('.')}.",
+        # absent from reports computed before the machine side was fitted (issue 21)
+        _sentence(
+            "where the clinicians get the two-way form on an incomplete design, each machine "
+            f"was compared with them by {forms['machine_vs_clinicians_fitted']}"
+        )
+        if forms.get("machine_vs_clinicians_fitted")
+        else "",
         f"Each rater's composite score is, {method.get('composite', NOT_RECORDED)}.",
         f"Scores were standardised within rater: {method.get('standardisation', NOT_RECORDED)}.",
         f"The jury score is, {method.get('jury_aggregate', NOT_RECORDED)}.",

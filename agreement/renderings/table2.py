@@ -113,6 +113,12 @@ def _alphas(c: Mapping[str, Any], digits: int) -> tuple[AlphaText, ...]:
     return tuple(out)
 
 
+def is_difference(c: Mapping[str, Any]) -> bool:
+    """A row of the differences table (machine minus clinician-clinician): the only rows that
+    carry the clinician-clinician term beside their estimate."""
+    return "clinician_icc" in c
+
+
 def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | None:
     """The note an interval gets when its cell has fewer items than the report's simulated
     coverage was checked for (``method["intervals"]``), or rests on an incomplete design
@@ -130,8 +136,10 @@ def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | N
     checked = record.get("incomplete_checked_forms") or ()
     if c.get("clinician_form") in checked and c.get("column_kind") == "clinician":
         return None
-    # machine sides (machine and difference cells) found covering there (issue 21)
-    if c.get("machine_form") in (record.get("incomplete_checked_machine_forms") or ()):
+    # machine sides found covering there (issue 21): differences and machine cells apart
+    kind = "difference" if is_difference(c) else "machine"
+    key = f"incomplete_checked_{kind}_forms"
+    if c.get("machine_form") in (record.get(key) or ()):
         return None
     return str(incomplete) if incomplete and c.get("design") == "incomplete" else None
 
