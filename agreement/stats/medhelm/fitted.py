@@ -103,8 +103,8 @@ class FittedMachine:
         with np.errstate(divide="ignore", invalid="ignore"):
             # the offsets are identified within a connected set of clinicians only (a
             # resample often splits the sparse design): centre r and y within each set
-            r_c = r - _group_means(u, r, comp, n_comp)
-            y_c = self._y[None, :] - _group_means(u, self._y[None, :], comp, n_comp)
+            r_c = r - _group_means(u, r, comp)
+            y_c = self._y[None, :] - _group_means(u, self._y[None, :], comp)
             cov = (u * r_c * y_c).sum(axis=1) / (big_n - n_comp)
             mean_y = (u @ self._y) / big_n
             var_y = (u * (self._y - mean_y[:, None]) ** 2).sum(axis=1) / (big_n - 1)
@@ -141,9 +141,7 @@ class FittedMachine:
         return comp, n_comp
 
 
-def _group_means(
-    u: np.ndarray, v: np.ndarray, group: np.ndarray, n_groups: np.ndarray
-) -> np.ndarray:
+def _group_means(u: np.ndarray, v: np.ndarray, group: np.ndarray) -> np.ndarray:
     """The u-weighted mean of v (B, n) within each row's groups (B, n), at every item."""
     b, n = u.shape
     size = int(group.max()) + 1 if group.size else 1
