@@ -117,13 +117,14 @@ def test_machine_side_marks_follow_the_machine_forms_the_simulation_checked():
     assert approximate_note(difference, older) == record["approximate_incomplete_note"]
 
 
-def test_the_shipped_lists_mark_the_fitted_machine_cell_and_not_its_difference():
-    # what the bench found (bench/README.md): the fitted difference covered 94.0-96.5%, the
-    # fitted machine ICC(3,2) and alpha 97.5% with 2 of 29 clinicians per item (conservative)
+def test_the_shipped_lists_keep_the_mark_on_the_fitted_machine_side():
+    # what the bench found (bench/README.md): the fitted machine ICC(3,2) covered 97.5% and
+    # the fitted difference 98.0% in one design each (2 of 29 clinicians per item), more
+    # than 1.5 points above nominal: both keep the incomplete-design mark
     method = {"intervals": Settings().interval_record()}
     record = method["intervals"]
     fitted = {**_cell(record["approximate_below_items"], "incomplete")}
     fitted["machine_form"] = MACHINE_FITTED
     difference = {**fitted, "machine_icc": 0.7, "clinician_icc": 0.6, "clinician_form": TWOWAY}
     assert approximate_note(fitted, method) == record["approximate_incomplete_note"]
-    assert approximate_note(difference, method) is None
+    assert approximate_note(difference, method) == record["approximate_incomplete_note"]

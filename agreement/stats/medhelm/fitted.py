@@ -20,7 +20,8 @@ y_i with SD s_y) and estimated from the fit:
   sqrt((s2_item + s2_e) s_y^2) with the machine's z-score (variance 1);
 - machine ICC(3,2) = ICC(C,2) of the two columns = 4c / (v + 1 + 2c);
 - machine interval alpha = 2c / (v + 1) (its value for two columns with equal means,
-  as z-scores have);
+  as z-scores have); v is held to at least c^2 (a correlation of at most 1), so both are at
+  most 1;
 - the clinicians' ICC(C,2) = s2_item / (s2_item + s2_e / 2) (:mod:`.twoway`) and the
   difference machine minus clinicians from the same fit.
 
@@ -112,6 +113,10 @@ class FittedMachine:
             inv_n = (u @ (1.0 / self._n_safe)) / big_n
             v = (fit.s2_item + fit.s2_error * inv_n) / total
             c = cov / np.sqrt(total * var_y)
+            # cov and v come from different estimators, so c^2 > v (a correlation above 1)
+            # can happen near perfect agreement: v is held to c^2, its bound, as a negative
+            # variance estimate is held to 0 (the ICC is then at most 1)
+            v = np.maximum(v, c * c)
             machine_icc = 4.0 * c / (v + 1.0 + 2.0 * c)
             alpha = 2.0 * c / (v + 1.0)
             clinicians = fit.s2_item / (fit.s2_item + fit.s2_error / STEP_UP_TO)
