@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agreement.plots.numbers import DASH, finite, fmt
-from agreement.stats.medhelm.form_choice import ASKED_AGAINST_DESIGN, PAIRWISE
+from agreement.stats.medhelm.form_choice import ASKED_AGAINST_DESIGN, MACHINE_FITTED, PAIRWISE
 
 #: Krippendorff's alpha printed beneath each ICC, per level: (stored key, label).
 ALPHA_LEVELS = (("interval", "interval"), ("ordinal", "ordinal"))
@@ -193,7 +193,17 @@ def _cell(
 def caption(results: Mapping[str, Any], method: Mapping[str, Any]) -> str:
     """What the table shows, from the stored method: statistic, interval, resamples, seed."""
     cells = [c for c in results.get("cells", []) if c.get("section") == "overall"]
-    statistic = next((c["statistic"] for c in cells if c.get("statistic")), "ICC")
+    forms = method.get("forms") or {}
+    fitted = [c for c in cells if c.get("machine_form") == MACHINE_FITTED]
+    statistic = next(
+        (
+            c["statistic"]
+            for c in cells
+            if c.get("statistic") and c not in fitted and c.get("column_kind") != "clinician"
+        ),
+        forms.get("machine_vs_clinicians", "ICC"),
+    )
+    by = (method.get("intervals") or {}).get("by_statistic") or {}
     level = method.get("confidence")
     level_text = f"{float(level) * 100:g}% " if finite(level) else ""
     resamples = method.get("n_resamples")
@@ -202,6 +212,13 @@ def caption(results: Mapping[str, Any], method: Mapping[str, Any]) -> str:
         f"Agreement with clinicians: {statistic}, with its {level_text}interval "
         f"({method.get('ci_method', 'bootstrap')}, {resamples} resamples, seed "
         f"{method.get('seed')}). Clinician-clinician: {method.get('forms', {}).get('clinician_clinician', 'mean pairwise ICC')}."
+        + (
+            " Where the clinicians have the two-way form on an incomplete design, the machine "
+            f"columns give {fitted[0]['statistic']} (interval: "
+            f"{by.get('machine_vs_clinicians_fitted', 'bootstrap over items, percentile')})."
+            if fitted
+            else ""
+        )
         + (
             " Beneath each ICC: Krippendorff's alpha (interval and ordinal) with its interval "
             "on the same resamples."
