@@ -25,6 +25,12 @@ Intervals:
   mean): printed as "report: two-way, Wald exact", beside the one-way ICC(1,2) on z-scores
   with its F interval (issue 16, "before (issue 16)") and the pair mean printed before that
   ("before: ..."); --report-only leaves out the pair mean (slow with 29 clinicians).
+  There the machine side now has the clinicians' offsets fitted (agreement.stats.medhelm.
+  fitted; issue 21, i21-machine): machine ICC(3,2), machine interval alpha and the difference
+  with the item bootstrap percentile interval, fit redone per resample ("report: offsets
+  fitted"; BCa on the same resamples beside it, "not chosen"), the clinicians' interval alpha
+  as the two-way ICC(C,1) with Wald's interval; the z-scored statistics the reports printed
+  before are the "before: z-scores" rows.
 - Designs of LARGE_ITEMS items or more run at most --large-studies studies (default 200,
   Monte Carlo error 1.5 points), so a 2,000-item run stays minutes.
 The ICC forms are not computed on the incomplete design: the library has no interval for
@@ -40,6 +46,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -56,11 +63,14 @@ from agreement.stats import (
 from agreement.stats.bootstrap import IccStatistic, bootstrap_ci, bootstrap_cis
 from agreement.stats.icc_interval_choice import FORM_INTERVAL, icc_interval
 from agreement.stats.medhelm import (
+    FITTED_METHOD,
+    MACHINE_FITTED,
+    ONEWAY,
     TWOWAY,
     ClinicianOneWayStatistic,
-    bootstrap_machine_minus_clinician_oneway,
-    bootstrap_machine_minus_clinician_twoway,
+    bootstrap_machine_fitted,
     choose_clinician_form,
+    clinician_alpha_twoway,
     clinician_oneway,
     clinician_twoway,
 )
@@ -118,20 +128,19 @@ def medhelm_rows(
     kw = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": seed}
     kw_drop = {**kw, "on_degenerate": "drop"}
     out: list[Row] = []
-    b = bootstrap_machine_with_alpha(scores, machine=MACHINE, **kw_drop)
-    out.append(
-        ("machine ICC(3,2)", "report: item bootstrap BCa", b["icc"].ci_low, b["icc"].ci_high, False)
-    )
-    a = b["alpha_interval"]
-    out.append(
-        ("machine alpha (interval)", "report: item bootstrap BCa", a.ci_low, a.ci_high, False)
-    )
     clin = scores.loc[scores["rater_kind"] == "clinician"]
-    ca = bootstrap_clinician_alpha(clin, **kw_drop)["alpha_interval"]
-    out.append(
-        ("clinician alpha (interval)", "report: item bootstrap BCa", ca.ci_low, ca.ci_high, False)
-    )
     by_model = choose_clinician_form(clin).form == TWOWAY
+    # on an incomplete design the z-scored statistics are what the reports printed before
+    # issue 21's machine side (i21-machine); the fitted ones are what they print now
+    zs = "before: z-scores, item bootstrap BCa" if by_model else "report: item bootstrap BCa"
+    b = bootstrap_machine_with_alpha(scores, machine=MACHINE, **kw_drop)
+    out.append(("machine ICC(3,2)", zs, b["icc"].ci_low, b["icc"].ci_high, False))
+    a = b["alpha_interval"]
+    out.append(("machine alpha (interval)", zs, a.ci_low, a.ci_high, False))
+    ca = bootstrap_clinician_alpha(clin, **kw_drop)["alpha_interval"]
+    out.append(("clinician alpha (interval)", zs, ca.ci_low, ca.ci_high, False))
+    if by_model:
+        out += fitted_rows(scores, kw_drop)
     if not (report_only and by_model):
         # MedHELM's pair mean: what every report printed before issue 16, and still prints
         # where the design keeps it (complete designs); it may fail where pairs share too few
@@ -156,27 +165,70 @@ def medhelm_rows(
         if not report_only:
             boot = bootstrap_ci(ClinicianOneWayStatistic(clin, on_degenerate="drop"), **kw)
             out.append((PAIR, "one-way, item bootstrap BCa", boot.ci_low, boot.ci_high, False))
-        dd = bootstrap_machine_minus_clinician_oneway(scores, machine=MACHINE, **kw_drop)
-        out.append(
-            (
-                "machine - clinician pairs",
-                "before (issue 16): machine - one-way, item bootstrap BCa",
-                dd.ci_low,
-                dd.ci_high,
-                False,
+        if not report_only:  # issue 16's difference (its figures are in bench/README.md)
+            dd = bootstrap_machine_minus_clinicians(
+                scores, machine=MACHINE, clinician_form=ONEWAY, **kw_drop
             )
+            out.append(
+                (
+                    "machine - clinician pairs",
+                    "before (issue 16): machine - one-way, item bootstrap BCa",
+                    dd.ci_low,
+                    dd.ci_high,
+                    False,
+                )
+            )
+        dt = bootstrap_machine_minus_clinicians(
+            scores, machine=MACHINE, clinician_form=TWOWAY, **kw_drop
         )
-        dt = bootstrap_machine_minus_clinician_twoway(scores, machine=MACHINE, **kw_drop)
         out.append(
             (
                 "machine - clinician pairs",
-                "report: machine - two-way, item bootstrap BCa",
+                "before (i21-sparse): z-scored machine - two-way, item bootstrap BCa",
                 dt.ci_low,
                 dt.ci_high,
                 False,
             )
         )
     return out
+
+
+def fitted_rows(scores: pd.DataFrame, kw: dict) -> list[Row]:
+    """What the reports print on an incomplete design since issue 21's machine side: the
+    machine's statistics and the difference with the clinicians' offsets fitted (item
+    bootstrap BCa, fit redone per resample), the clinicians' interval alpha as the two-way
+    ICC(C,1) with Wald's exact interval."""
+    fitted = "report: offsets fitted, item bootstrap percentile"
+    bca = "offsets fitted, item bootstrap BCa (not chosen)"
+    kw = {**kw, "method": FITTED_METHOD}
+    b = bootstrap_machine_fitted(scores, machine=MACHINE, **kw)
+    d = bootstrap_machine_minus_clinicians(
+        scores, machine=MACHINE, clinician_form=TWOWAY, machine_side=MACHINE_FITTED, **kw
+    )
+    clin = scores.loc[scores["rater_kind"] == "clinician"]
+    ca = clinician_alpha_twoway(clin, on_degenerate="drop", confidence=CONFIDENCE)
+    return [
+        ("machine ICC(3,2)", fitted, b["icc"].ci_low, b["icc"].ci_high, False),
+        (
+            "machine alpha (interval)",
+            fitted,
+            b["alpha_interval"].ci_low,
+            b["alpha_interval"].ci_high,
+            False,
+        ),
+        (
+            "clinician alpha (interval)",
+            "report: two-way ICC(C,1), Wald exact",
+            ca.ci_low,
+            ca.ci_high,
+            False,
+        ),
+        ("machine - clinician pairs", fitted, d.ci_low, d.ci_high, False),
+        # the same resamples' BCa intervals: why the percentile interval was chosen
+        ("machine ICC(3,2)", bca, *b["icc"].bca_ci, False),
+        ("machine alpha (interval)", bca, *b["alpha_interval"].bca_ci, False),
+        ("machine - clinician pairs", bca, *d.bca_ci, False),
+    ]
 
 
 def model_rows(x: np.ndarray) -> list[Row]:

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agreement.analysis.settings import CI_METHODS, ONEWAY_CI_METHOD, TWOWAY_CI_METHOD, Settings
+from agreement.analysis.settings import (
+    CI_METHODS,
+    FITTED_CI_METHOD,
+    ONEWAY_CI_METHOD,
+    TWOWAY_CI_METHOD,
+    Settings,
+)
 from agreement.stats import (
     ALPHA_LEVELS,
     MEDHELM_MIN_SHARED_ITEMS,
@@ -32,21 +38,26 @@ from agreement.stats import (
 )
 from agreement.stats.medhelm import (
     CLINICIAN_FORMS,
+    FITTED_METHOD,
+    MACHINE_FITTED,
+    MACHINE_FORMS,
     ONEWAY,
     TWOWAY,
     FormChoice,
-    bootstrap_machine_minus_clinician_oneway,
-    bootstrap_machine_minus_clinician_twoway,
+    bootstrap_machine_fitted,
     choose_clinician_form,
+    clinician_alpha_twoway,
     clinician_oneway,
     clinician_twoway,
+    machine_form,
+    machine_vs_clinicians_fitted,
 )
 
-#: The forms computed from one model fit with a closed-form interval (no resampling), their
-#: point function and interval text, and the difference bootstrap with the machine.
-MODEL_FORMS: dict[str, tuple[Callable[..., Any], str, Callable[..., Any]]] = {
-    ONEWAY: (clinician_oneway, ONEWAY_CI_METHOD, bootstrap_machine_minus_clinician_oneway),
-    TWOWAY: (clinician_twoway, TWOWAY_CI_METHOD, bootstrap_machine_minus_clinician_twoway),
+#: The forms computed from one model fit with a closed-form interval (no resampling): their
+#: point function and interval text.
+MODEL_FORMS: dict[str, tuple[Callable[..., Any], str]] = {
+    ONEWAY: (clinician_oneway, ONEWAY_CI_METHOD),
+    TWOWAY: (clinician_twoway, TWOWAY_CI_METHOD),
 }
 
 #: Krippendorff's alpha beside the ICC: per level its estimate and interval (same resamples).
@@ -81,6 +92,7 @@ CELL_COLUMNS = [
     "design",
     "clinician_form",
     "form_reason",
+    "machine_form",
     *ALPHA_COLUMNS,
 ]
 NOT_ESTIMABLE = "not estimable"
@@ -208,20 +220,42 @@ def _form_fields(choice: FormChoice) -> dict[str, Any]:
     }
 
 
+def _fitted_boot(s: Settings) -> dict[str, Any]:
+    """The bootstrap arguments of the fitted machine side: the report's, with the interval
+    the simulation chose for it (FITTED_METHOD, whatever the report's setting)."""
+    return {**s.boot(), "method": FITTED_METHOD}
+
+
 def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]:
-    """Estimate, interval, counts (or the reason there are none) for one machine."""
+    """Estimate, interval, counts (or the reason there are none) for one machine: MedHELM's
+    ICC(3,2) on z-scores, or where the clinicians get the two-way form on an incomplete
+    design the same statistic with their offsets fitted (agreement.stats.medhelm.fitted)."""
     sub = only_clinicians_and(sub, machine)
     too_few = _too_few_items(sub, machine, s)
     if too_few is not None:
         return too_few
+    choice = choose_clinician_form(
+        sub.loc[sub["rater_kind"] == "clinician"], asked=s.clinician_form
+    )
+    side = machine_form(choice.form, choice.design)
     try:
-        point = machine_vs_clinicians(sub, machine=machine, on_degenerate="drop")
+        if side == MACHINE_FITTED:
+            point = machine_vs_clinicians_fitted(sub, machine=machine, on_degenerate="drop")
+        else:
+            point = machine_vs_clinicians(sub, machine=machine, on_degenerate="drop")
         if point.n_items < s.min_items:
             return insufficient(
                 f"fewer than {s.min_items} items left after dropping clinicians with no "
                 f"z-score ({point.n_items})"
             )
         boots = bootstrap_machine_with_alpha(sub, machine=machine, on_degenerate="drop", **s.boot())
+        if side == MACHINE_FITTED:
+            # ICC and interval alpha with the offsets fitted; ordinal alpha (ranks of the
+            # z-scores) has no fitted counterpart and stays MedHELM's
+            fitted = bootstrap_machine_fitted(
+                sub, machine=machine, on_degenerate="drop", **_fitted_boot(s)
+            )
+            boots = {**boots, **fitted}
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
     fields = {
@@ -230,8 +264,12 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
         "n_items": point.n_items,
         "n_raters": point.n_clinicians,
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
-        "design": clinician_design(sub),
+        "design": choice.design,
+        "machine_form": side,
     }
+    if side == MACHINE_FITTED:
+        fields["statistic"] = MACHINE_FORMS[side]
+        fields["ci_method"] = FITTED_CI_METHOD
     return ruled(fields, n_shared=point.n_items, s=s)
 
 
@@ -286,12 +324,23 @@ def _pairwise_cell(clin: pd.DataFrame, s: Settings) -> dict[str, Any]:
 def _model_cell(clin: pd.DataFrame, s: Settings, form: str) -> dict[str, Any]:
     """The two-way ICC(C,2) or one-way ICC(1,2) with its F-type interval; alpha as in every
     cell (item bootstrap)."""
-    point_of, ci_method, _ = MODEL_FORMS[form]
+    point_of, ci_method = MODEL_FORMS[form]
     try:
         point = point_of(clin, on_degenerate="drop", confidence=s.confidence)
         alphas = bootstrap_clinician_alpha(clin, on_degenerate="drop", **s.boot())
+        two_way_alpha = (
+            clinician_alpha_twoway(clin, on_degenerate="drop", confidence=s.confidence)
+            if form == TWOWAY and clinician_design(clin) == "incomplete"
+            else None
+        )
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
+    alpha = alpha_fields(alphas)
+    if two_way_alpha is not None:  # interval alpha with the offsets fitted (Wald's interval)
+        ok = _finite(two_way_alpha.ci_low) and _finite(two_way_alpha.ci_high)
+        alpha["alpha_interval"] = two_way_alpha.estimate
+        alpha["alpha_interval_ci_low"] = two_way_alpha.ci_low if ok else None
+        alpha["alpha_interval_ci_high"] = two_way_alpha.ci_high if ok else None
     lo, hi = point.ci_low, point.ci_high
     ok = _finite(lo) and _finite(hi)
     fields = {
@@ -304,7 +353,7 @@ def _model_cell(clin: pd.DataFrame, s: Settings, form: str) -> dict[str, Any]:
         "point_band": koo_li_band(point.icc),
         "status": "ok",
         "reason": None if ok else "F interval undefined (no variation within or between items)",
-        **alpha_fields(alphas),
+        **alpha,
         "n_items": point.n_items,
         "n_raters": point.n_clinicians,
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
@@ -318,35 +367,28 @@ def difference_cell(
     """(machine ICC) - (clinician-clinician ICC) on the same item resamples, the second term
     in the clinician cell's form: the pair mean with the pairs the rule leaves out left out
     (see clinician_cell), or the two-way ICC(C,2) / one-way ICC(1,2)."""
-    form = (
-        clinician_form
-        or choose_clinician_form(
-            sub.loc[sub["rater_kind"] == "clinician"], asked=s.clinician_form
-        ).form
+    choice = choose_clinician_form(
+        sub.loc[sub["rater_kind"] == "clinician"], asked=s.clinician_form
     )
+    form = clinician_form or choice.form
+    side = machine_form(form, choice.design)
     try:
-        if form in MODEL_FORMS:
-            boot = MODEL_FORMS[form][2](
-                only_clinicians_and(sub, machine),
-                machine=machine,
-                on_degenerate="drop",
-                **s.boot(),
-            )
-            return _difference_fields(boot, sub, form, s)
         boot = bootstrap_machine_minus_clinicians(
             only_clinicians_and(sub, machine),
             machine=machine,
+            clinician_form=form,
+            machine_side=side,
             min_shared_items=MEDHELM_MIN_SHARED_ITEMS,
             on_degenerate="drop",
             rule=s.rule,
-            **s.boot(),
+            **(_fitted_boot(s) if side == MACHINE_FITTED else s.boot()),
         )
     except ValueError as exc:  # the data allow no estimate
         return {"status": "insufficient", "reason": str(exc), "clinician_form": form}
-    return _difference_fields(boot, sub, form, s)
+    return {**_difference_fields(boot, choice.design, form, s), "machine_form": side}
 
 
-def _difference_fields(boot: Any, sub: pd.DataFrame, form: str, s: Settings) -> dict[str, Any]:
+def _difference_fields(boot: Any, design: str, form: str, s: Settings) -> dict[str, Any]:
     fields = result_fields(boot, s)
     return {
         "estimate": boot.estimate,
@@ -356,6 +398,6 @@ def _difference_fields(boot: Any, sub: pd.DataFrame, form: str, s: Settings) -> 
         "n_valid_resamples": boot.n_valid,
         "status": "ok",
         "reason": fields["reason"],
-        "design": clinician_design(sub),
+        "design": design,
         "clinician_form": form,
     }

@@ -68,6 +68,8 @@ DIFFERENCE_COLUMNS = [
     "reason",
     "rule_codes",
     "clinician_form",
+    "design",
+    "machine_form",
 ]
 
 
@@ -122,8 +124,7 @@ def row_cells(
             **where,
             column_kind=kind,
             column=rater,
-            statistic=MACHINE_FORM,
-            **machine_cell(sub, rater, s),
+            **{"statistic": MACHINE_FORM, **machine_cell(sub, rater, s)},
         )
         for kind, rater in machines
     ]

@@ -102,8 +102,11 @@ def jury_compositions(
                 row=ROW_ALL,
                 column_kind="jury",
                 column=rater,
-                statistic=overall_cells[0]["statistic"] if overall_cells else None,
-                **machine_cell(sub, rater, s),
+                **{
+                    # the fitted machine side names its own statistic (machine_cell)
+                    "statistic": overall_cells[0]["statistic"] if overall_cells else None,
+                    **machine_cell(sub, rater, s),
+                },
             )
             cells.append(c)
             others = [o for o in judges if o != j]

@@ -72,7 +72,17 @@ def _interval_choice(method: Mapping[str, Any]) -> str:
         )
         + "; "
         f"Krippendorff's alpha, {by.get('alpha', NOT_RECORDED)}; differences, "
-        f"{by.get('difference', NOT_RECORDED)}. " + _sentence(record.get("coverage", ""))
+        f"{by.get('difference', NOT_RECORDED)}"
+        + (
+            " (where the clinicians get the two-way form on an incomplete design, the machine "
+            f"side has the clinicians' offsets fitted: ICC(3,2), {by['machine_vs_clinicians_fitted']}; "
+            f"alpha, {by.get('alpha_fitted', NOT_RECORDED)}; differences, "
+            f"{by.get('difference_fitted', NOT_RECORDED)})"
+            if by.get("machine_vs_clinicians_fitted")
+            else ""
+        )
+        + ". "
+        + _sentence(record.get("coverage", ""))
     )
 
 
@@ -218,6 +228,13 @@ def methods_paragraph(method: Mapping[str, Any], *, input_hash: str) -> str:
         f"Agreement of each machine rater (the LLM jury, each judge and each automatic metric) "
         f"with the clinicians was measured by {forms.get('machine_vs_clinicians', NOT_RECORDED)}, "
         f"that is {forms.get('names', '').rstrip('.')}.",
+        # absent from reports computed before the machine side was fitted (issue 21)
+        _sentence(
+            "where the clinicians get the two-way form on an incomplete design, each machine "
+            f"was compared with them by {forms['machine_vs_clinicians_fitted']}"
+        )
+        if forms.get("machine_vs_clinicians_fitted")
+        else "",
         f"Each rater's composite score is, {method.get('composite', NOT_RECORDED)}.",
         f"Scores were standardised within rater: {method.get('standardisation', NOT_RECORDED)}.",
         f"The jury score is, {method.get('jury_aggregate', NOT_RECORDED)}.",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agreement.plots.numbers import DASH, finite, fmt
-from agreement.stats.medhelm.form_choice import ASKED_AGAINST_DESIGN, PAIRWISE
+from agreement.stats.medhelm.form_choice import ASKED_AGAINST_DESIGN, MACHINE_FITTED, PAIRWISE
 
 #: Krippendorff's alpha printed beneath each ICC, per level: (stored key, label).
 ALPHA_LEVELS = (("interval", "interval"), ("ordinal", "ordinal"))
@@ -113,6 +113,12 @@ def _alphas(c: Mapping[str, Any], digits: int) -> tuple[AlphaText, ...]:
     return tuple(out)
 
 
+def is_difference(c: Mapping[str, Any]) -> bool:
+    """A row of the differences table (machine minus clinician-clinician): the only rows that
+    carry the clinician-clinician term beside their estimate."""
+    return "clinician_icc" in c
+
+
 def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | None:
     """The note an interval gets when its cell has fewer items than the report's simulated
     coverage was checked for (``method["intervals"]``), or rests on an incomplete design
@@ -129,6 +135,11 @@ def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | N
     # forms whose interval the simulation found covering on incomplete designs too
     checked = record.get("incomplete_checked_forms") or ()
     if c.get("clinician_form") in checked and c.get("column_kind") == "clinician":
+        return None
+    # machine sides found covering there (issue 21): differences and machine cells apart
+    kind = "difference" if is_difference(c) else "machine"
+    key = f"incomplete_checked_{kind}_forms"
+    if c.get("machine_form") in (record.get(key) or ()):
         return None
     return str(incomplete) if incomplete and c.get("design") == "incomplete" else None
 
@@ -182,7 +193,17 @@ def _cell(
 def caption(results: Mapping[str, Any], method: Mapping[str, Any]) -> str:
     """What the table shows, from the stored method: statistic, interval, resamples, seed."""
     cells = [c for c in results.get("cells", []) if c.get("section") == "overall"]
-    statistic = next((c["statistic"] for c in cells if c.get("statistic")), "ICC")
+    forms = method.get("forms") or {}
+    fitted = [c for c in cells if c.get("machine_form") == MACHINE_FITTED]
+    statistic = next(
+        (
+            c["statistic"]
+            for c in cells
+            if c.get("statistic") and c not in fitted and c.get("column_kind") != "clinician"
+        ),
+        forms.get("machine_vs_clinicians", "ICC"),
+    )
+    by = (method.get("intervals") or {}).get("by_statistic") or {}
     level = method.get("confidence")
     level_text = f"{float(level) * 100:g}% " if finite(level) else ""
     resamples = method.get("n_resamples")
@@ -191,6 +212,13 @@ def caption(results: Mapping[str, Any], method: Mapping[str, Any]) -> str:
         f"Agreement with clinicians: {statistic}, with its {level_text}interval "
         f"({method.get('ci_method', 'bootstrap')}, {resamples} resamples, seed "
         f"{method.get('seed')}). Clinician-clinician: {method.get('forms', {}).get('clinician_clinician', 'mean pairwise ICC')}."
+        + (
+            " Where the clinicians have the two-way form on an incomplete design, the machine "
+            f"columns give {fitted[0]['statistic']} (interval: "
+            f"{by.get('machine_vs_clinicians_fitted', 'bootstrap over items, percentile')})."
+            if fitted
+            else ""
+        )
         + (
             " Beneath each ICC: Krippendorff's alpha (interval and ordinal) with its interval "
             "on the same resamples."

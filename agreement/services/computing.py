@@ -20,6 +20,7 @@ from django.utils import timezone
 from agreement import analysis, selectors
 from agreement.input_status import input_status
 from agreement.stats import package_versions
+from agreement.stats.medhelm import MACHINE_FITTED, MACHINE_FORMS
 from annotation import selectors as annotation_selectors
 from annotation.models import RatingStudy
 
@@ -208,6 +209,7 @@ def _method(
         {
             "forms": {
                 "machine_vs_clinicians": analysis.MACHINE_FORM,
+                "machine_vs_clinicians_fitted": MACHINE_FORMS[MACHINE_FITTED],
                 "clinician_clinician": analysis.clinician_form_rule(s.clinician_form),
                 "difference": analysis.DIFFERENCE_FORM,
                 "alpha": analysis.ALPHA_FORM,

@@ -156,13 +156,25 @@ def icc_consistency_incomplete(
     )
 
 
-def icc_consistency_from_weights(
-    x: np.ndarray, weights: np.ndarray, *, k: float = 2.0
-) -> np.ndarray:
-    """The Henderson III ICC(C,k) of :func:`icc_consistency_incomplete` for item
-    multiplicities ``weights`` (B, n) (an item drawn twice counts as two items; an item
-    nobody rated counts for nothing), for the item bootstrap; computed in rater space (items absorbed: an R x R system per resample). NaN
-    where a resample leaves no error or item degrees of freedom."""
+@dataclass(frozen=True)
+class WeightedFit:
+    """The two-way fit of :func:`fit_from_weights`, one value per resample."""
+
+    s2_item: np.ndarray  # (B,) Henderson III item variance
+    s2_error: np.ndarray  # (B,)
+    offsets: np.ndarray  # (B, R) rater offsets (least squares, items as fixed effects)
+    valid: np.ndarray  # (B,) bool: error and item degrees of freedom left, s2_error > 0
+    n_sets: np.ndarray  # (B,) connected sets of raters (linked by shared items)
+
+
+def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
+    """The Henderson III fit of :func:`icc_consistency_incomplete` for item multiplicities
+    ``weights`` (B, n) (an item drawn twice counts as two items; an item nobody rated counts
+    for nothing), for the item bootstrap; computed in rater space (items absorbed: an R x R
+    system per resample). The offsets solve the absorbed normal equations L mu = q with the
+    minimum-norm solution (sum zero over a connected set of raters; a rater not drawn gets
+    0): only differences between raters who share items are identified, and those are what
+    an item's offset-adjusted mean uses."""
     x = np.asarray(x, dtype=np.float64)
     w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
     rated = ~np.isnan(x)
@@ -185,7 +197,8 @@ def icc_consistency_from_weights(
     within = w @ (dev**2).sum(axis=1)  # x'(I - P_Z)x
     pinv = np.linalg.pinv(lap, rcond=1e-10, hermitian=True)
     rank_l = np.linalg.matrix_rank(lap, hermitian=True)
-    sse = within - np.einsum("bj,bjk,bk->b", q, pinv, q)
+    offsets = np.einsum("bjk,bk->bj", pinv, q)
+    sse = within - np.einsum("bj,bj->b", q, offsets)
     raters = active.sum(axis=1)
     df_error = big_n - n_items - rank_l
     df_items = n_items - raters + rank_l
@@ -197,5 +210,22 @@ def icc_consistency_from_weights(
     with np.errstate(divide="ignore", invalid="ignore"):
         s2_e = sse / df_error
         s2_item = (ss_items - df_items * s2_e) / (big_n - raters)
-        out = s2_item / (s2_item + s2_e / k)
-    return np.where((df_error >= 1) & (df_items >= 1) & (s2_e > 0), out, np.nan)
+    return WeightedFit(
+        s2_item=s2_item,
+        s2_error=s2_e,
+        offsets=offsets,
+        valid=(df_error >= 1) & (df_items >= 1) & (s2_e > 0),
+        n_sets=raters - rank_l,
+    )
+
+
+def icc_consistency_from_weights(
+    x: np.ndarray, weights: np.ndarray, *, k: float = 2.0
+) -> np.ndarray:
+    """The Henderson III ICC(C,k) of :func:`icc_consistency_incomplete` for item
+    multiplicities ``weights`` (B, n) (:func:`fit_from_weights`). NaN where a resample leaves
+    no error or item degrees of freedom."""
+    fit = fit_from_weights(x, weights)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = fit.s2_item / (fit.s2_item + fit.s2_error / k)
+    return np.where(fit.valid, out, np.nan)

@@ -12,17 +12,19 @@ import pytest
 from agreement import analysis
 from agreement.errors import AgreementError
 from agreement.stats import (
-    bootstrap_machine_vs_clinicians,
     clinician_pairwise,
     helm_win_rates,
     koo_li_interval_band,
-    machine_vs_clinicians,
 )
 from agreement.stats.medhelm import (
+    MACHINE_FITTED,
     TWOWAY,
-    bootstrap_machine_minus_clinician_twoway,
+    bootstrap_machine_fitted,
+    bootstrap_machine_minus_clinicians,
     choose_clinician_form,
+    clinician_alpha_twoway,
     clinician_twoway,
+    machine_vs_clinicians_fitted,
 )
 
 CRITERIA = ("accuracy", "completeness", "clarity")
@@ -174,13 +176,14 @@ def test_cells_equal_the_stats_functions_on_the_same_subset():
     for _group, row, items in analysis.row_subsets(table):
         sub = table.loc[table["item"].isin(items)]
         for machine in ("jury", "random", "noise"):
-            direct = bootstrap_machine_vs_clinicians(
-                sub, machine=machine, method="percentile", on_degenerate="drop", **BOOT
-            )
-            n = machine_vs_clinicians(sub, machine=machine, on_degenerate="drop").n_items
+            # an incomplete design with the two-way clinician form: the machine side has the
+            # clinicians' offsets fitted (issue 21), percentile whatever the setting
+            direct = bootstrap_machine_fitted(sub, machine=machine, on_degenerate="drop", **BOOT)
+            n = machine_vs_clinicians_fitted(sub, machine=machine, on_degenerate="drop").n_items
             got = cell(comp, machine, row=row)
-            shown[assert_cell_as_ruled(got, direct, n_shared=n)] += 1
-            assert got["ci_method"] == "bootstrap over items, percentile"
+            shown[assert_cell_as_ruled(got, direct["icc"], n_shared=n)] += 1
+            assert got["ci_method"] == analysis.FITTED_CI_METHOD
+            assert got["machine_form"] == MACHINE_FITTED
         clin = sub.loc[sub["rater_kind"] == "clinician"]
         # 2 of 5 clinicians per item: the design gives the two-way form (issue 21)
         assert choose_clinician_form(clin).form == TWOWAY
@@ -190,11 +193,19 @@ def test_cells_equal_the_stats_functions_on_the_same_subset():
         assert got["clinician_form"] == TWOWAY
         clinician_shown = assert_cell_as_ruled(got, direct, n_shared=None)
         shown[clinician_shown] += 1
-        d = bootstrap_machine_minus_clinician_twoway(
-            sub, machine="jury", method="percentile", on_degenerate="drop", **BOOT
+        d = bootstrap_machine_minus_clinicians(
+            sub,
+            machine="jury",
+            clinician_form=TWOWAY,
+            machine_side=MACHINE_FITTED,
+            method="percentile",
+            on_degenerate="drop",
+            **BOOT,
         )
         got = comp.differences.set_index(["row", "column"]).loc[(row, "jury")]
         if clinician_shown and cell(comp, "jury", row=row)["status"] == "ok":
+            # the design reaches the differences table, so an incomplete design's mark does
+            assert got["design"] == "incomplete"
             assert got["estimate"] == pytest.approx(d.estimate, abs=1e-12)
             assert (got["ci_low"], got["ci_high"]) == pytest.approx((d.ci_low, d.ci_high))
         else:
@@ -209,12 +220,11 @@ def test_per_criterion_cells_and_metrics_against_each_criterion():
         sub = table.loc[(table["criterion"] == criterion) | (table["rater_kind"] == "metric")]
         assert set(sub.loc[sub["rater"] == "noise", "criterion"]) == {"overall"}
         for machine in ("jury", "noise"):
-            direct = bootstrap_machine_vs_clinicians(
-                sub, machine=machine, on_degenerate="drop", **BOOT
-            )
-            n = machine_vs_clinicians(sub, machine=machine, on_degenerate="drop").n_items
+            # 2 of 5 clinicians per item: offsets fitted (issue 21)
+            direct = bootstrap_machine_fitted(sub, machine=machine, on_degenerate="drop", **BOOT)
+            n = machine_vs_clinicians_fitted(sub, machine=machine, on_degenerate="drop").n_items
             got = cell(comp, machine, row=criterion, section="criterion")
-            assert_cell_as_ruled(got, direct, n_shared=n)
+            assert_cell_as_ruled(got, direct["icc"], n_shared=n)
 
 
 def test_cells_with_too_little_data_say_why():
@@ -380,8 +390,11 @@ def test_every_cell_has_alpha_equal_to_the_package_on_its_z_scores():
             table, machine=machine, on_degenerate="drop"
         ).agreement.table
         data = icc_table[["clinician_z", "machine_z"]].to_numpy().T
-        for level in ("interval", "ordinal"):
-            ref = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+        # 3 of 5 clinicians per item: interval alpha with the clinicians' offsets fitted
+        # (issue 21); ordinal alpha stays on the z-scores
+        fitted = machine_vs_clinicians_fitted(table, machine=machine, on_degenerate="drop")
+        ordinal = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
+        for level, ref in (("interval", fitted.alpha_interval), ("ordinal", ordinal)):
             assert got[f"alpha_{level}"] == pytest.approx(ref, abs=1e-9)
             assert got[f"alpha_{level}_ci_low"] <= got[f"alpha_{level}"]
             assert got[f"alpha_{level}"] <= got[f"alpha_{level}_ci_high"]
@@ -389,6 +402,10 @@ def test_every_cell_has_alpha_equal_to_the_package_on_its_z_scores():
     comp_ = clin.groupby(["rater", "item"])["value"].mean().unstack("item")
     z = comp_.sub(comp_.mean(axis=1), axis=0).div(comp_.std(axis=1, ddof=1), axis=0).to_numpy()
     got = cell(comp, analysis.CLINICIAN_COLUMN)
-    for level in ("interval", "ordinal"):
-        ref = krippendorff.alpha(reliability_data=z, level_of_measurement=level)
-        assert got[f"alpha_{level}"] == pytest.approx(ref, abs=1e-9)
+    two_way = clinician_alpha_twoway(clin, on_degenerate="drop")
+    assert got["alpha_interval"] == pytest.approx(two_way.estimate, abs=1e-12)
+    assert (got["alpha_interval_ci_low"], got["alpha_interval_ci_high"]) == pytest.approx(
+        (two_way.ci_low, two_way.ci_high)
+    )
+    ref = krippendorff.alpha(reliability_data=z, level_of_measurement="ordinal")
+    assert got["alpha_ordinal"] == pytest.approx(ref, abs=1e-9)

@@ -13,14 +13,16 @@ from agreement.analysis.settings import Settings
 from agreement.renderings.table2 import form_note, table2
 from agreement.stats import bootstrap_clinician_pairwise, clinician_pairwise
 from agreement.stats.medhelm import (
+    MACHINE_FITTED,
+    MACHINE_ZSCORED,
     ONEWAY,
     PAIRWISE,
     TWOWAY,
-    bootstrap_machine_minus_clinician_oneway,
-    bootstrap_machine_minus_clinician_twoway,
+    bootstrap_machine_minus_clinicians,
     clinician_oneway,
     clinician_twoway,
     machine_vs_clinicians,
+    machine_vs_clinicians_fitted,
 )
 from agreement.stats.simulation import MACHINE, Design, score_table, simulate_matrix
 
@@ -70,15 +72,24 @@ def test_the_one_way_form_on_request() -> None:
     assert (got["ci_low"], got["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high))
 
 
-def test_difference_on_incomplete_design_uses_the_two_way_term() -> None:
+def test_difference_on_incomplete_design_uses_the_two_way_term_with_fitted_offsets() -> None:
+    # issue 21: both terms from the two-way fit (the machine side with the clinicians'
+    # offsets fitted), percentile whatever the setting
     scores = _scores(Design(150, 6, 2), seed=13)
     got = difference_cell(scores, MACHINE, SETTINGS)
     clin = scores.loc[scores["rater_kind"] == "clinician"]
-    machine = machine_vs_clinicians(scores, machine=MACHINE, on_degenerate="drop").icc
-    assert got["clinician_form"] == TWOWAY
-    assert got["estimate"] == pytest.approx(machine - clinician_twoway(clin).icc, abs=1e-12)
-    boot = bootstrap_machine_minus_clinician_twoway(
-        scores, machine=MACHINE, on_degenerate="drop", **SETTINGS.boot()
+    fitted = machine_vs_clinicians_fitted(scores, machine=MACHINE, on_degenerate="drop")
+    assert got["clinician_form"] == TWOWAY and got["machine_form"] == MACHINE_FITTED
+    assert got["design"] == "incomplete"
+    assert fitted.clinicians == pytest.approx(clinician_twoway(clin).icc, abs=1e-12)
+    assert got["estimate"] == pytest.approx(fitted.icc - fitted.clinicians, abs=1e-12)
+    boot = bootstrap_machine_minus_clinicians(
+        scores,
+        machine=MACHINE,
+        clinician_form=TWOWAY,
+        machine_side=MACHINE_FITTED,
+        on_degenerate="drop",
+        **{**SETTINGS.boot(), "method": "percentile"},
     )
     assert (got["ci_low"], got["ci_high"]) == (boot.ci_low, boot.ci_high)
 
@@ -90,8 +101,9 @@ def test_difference_on_incomplete_design_uses_the_one_way_term() -> None:
     machine = machine_vs_clinicians(scores, machine=MACHINE, on_degenerate="drop").icc
     assert got["clinician_form"] == ONEWAY
     assert got["estimate"] == pytest.approx(machine - clinician_oneway(clin).icc, abs=1e-12)
-    boot = bootstrap_machine_minus_clinician_oneway(
-        scores, machine=MACHINE, on_degenerate="drop", **SETTINGS.boot()
+    assert got["machine_form"] == MACHINE_ZSCORED  # the one-way form keeps MedHELM's machine
+    boot = bootstrap_machine_minus_clinicians(
+        scores, machine=MACHINE, clinician_form=ONEWAY, on_degenerate="drop", **SETTINGS.boot()
     )
     assert (got["ci_low"], got["ci_high"]) == (boot.ci_low, boot.ci_high)
 

@@ -48,6 +48,18 @@ ASKED_AGAINST_DESIGN = "asked for; the design would give another form"
 #: An incomplete design keeps MedHELM's pair mean when every pair shares this many items.
 PAIRWISE_MIN_SHARED_ITEMS: int = MIN_ITEMS_CHECKED
 COMPLETE, INCOMPLETE = "complete", "incomplete"
+#: The machine side of a cell (machine vs clinicians, and the machine term of a difference):
+#: MedHELM's z-scores, or with the clinicians' offsets fitted (:mod:`.fitted`).
+MACHINE_ZSCORED = "machine_zscores"
+MACHINE_FITTED = "machine_offsets_fitted"
+MACHINE_FORMS: dict[str, str] = {
+    MACHINE_ZSCORED: "ICC(3,k) k=2 on within-rater z-scored composites (MedHELM)",
+    MACHINE_FITTED: "ICC(3,2) of the machine and the clinicians' mean with each clinician's "
+    "offset fitted jointly with the items (the two-way model of the clinician cell), not "
+    "z-scored over the few items a clinician rated: 4c / (v + 1 + 2c), c the machine's "
+    "correlation with the item effect, v the variance of the clinicians' mean z-score, both "
+    "from the fit",
+}
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,17 @@ class FormChoice:
     @property
     def text(self) -> str:
         return CLINICIAN_FORMS[self.form]
+
+
+def machine_form(clinician_form: str, design: str) -> str:
+    """The machine side that goes with a clinician cell's form (a key of CLINICIAN_FORMS) on
+    a design ("complete" or "incomplete"): offsets fitted where the
+    clinicians get the two-way form on an incomplete design (z-scores from the handful of
+    items each clinician rated bias the machine's ICC(3,2) and alphas there, issue 21), else
+    MedHELM's z-scores (complete designs keep their figures exactly)."""
+    if clinician_form == TWOWAY and design == INCOMPLETE:
+        return MACHINE_FITTED
+    return MACHINE_ZSCORED
 
 
 def rated_matrix(clinician_rows: pd.DataFrame) -> np.ndarray:

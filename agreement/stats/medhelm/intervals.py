@@ -16,12 +16,23 @@ import pandas as pd
 from ..bootstrap import (
     DEFAULT_MAX_CELLS,
     BootstrapResult,
+    ItemStatistic,
     bootstrap_ci,
     bootstrap_cis,
     bootstrap_difference,
 )
 from ..estimability import EstimabilityRule
 from .alpha import ALPHA_LEVELS, clinician_alpha_statistics, machine_alpha_statistics
+from .fitted import FITTED_METHOD, FittedMachine, FittedMachineStatistic
+from .form_choice import (
+    CLINICIAN_FORMS,
+    MACHINE_FITTED,
+    MACHINE_FORMS,
+    MACHINE_ZSCORED,
+    ONEWAY,
+    PAIRWISE,
+    TWOWAY,
+)
 from .machine import MachineVsClinicianStatistic
 from .oneway import ClinicianOneWayStatistic
 from .pairwise import MEDHELM_MIN_SHARED_ITEMS, ClinicianPairwiseStatistic
@@ -89,6 +100,8 @@ def bootstrap_machine_minus_clinicians(
     scores: pd.DataFrame,
     *,
     machine: object,
+    clinician_form: str = PAIRWISE,
+    machine_side: str = MACHINE_ZSCORED,
     min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
     n_resamples: int = 1000,
     confidence: float = 0.95,
@@ -99,21 +112,54 @@ def bootstrap_machine_minus_clinicians(
     max_cells: int = DEFAULT_MAX_CELLS,
     rule: EstimabilityRule | None = None,
 ) -> BootstrapResult:
-    """Interval for (machine-vs-clinicians ICC) - (clinician-clinician mean ICC), both
-    recomputed on the same item resamples. An interval above 0 means the machine agrees with
-    the clinicians' consensus better than clinicians agree with each other (note the two are
-    not the same kind of quantity: the first compares one rater with a *mean* of clinicians).
-    With a ``rule`` the second term is the rule's mean (pairs left out as it says)."""
-    first = MachineVsClinicianStatistic(
-        scores, machine=machine, restandardize=restandardize, on_degenerate=on_degenerate
-    )
-    second = ClinicianPairwiseStatistic(
-        scores,
-        min_shared_items=min_shared_items,
-        restandardize=restandardize,
-        on_degenerate=on_degenerate,
-        rule=rule,
-    )
+    """Interval for (machine-vs-clinicians ICC) - (clinician-clinician ICC), both recomputed
+    on the same item resamples. An interval above 0 means the machine agrees with the
+    clinicians' consensus better than clinicians agree with each other (note the two are not
+    the same kind of quantity: the first compares one rater with a *mean* of clinicians).
+
+    ``clinician_form`` and ``machine_side`` (:mod:`.form_choice`) say what the terms are:
+
+    - PAIRWISE: the machine's ICC(3,2) on z-scores minus MedHELM's pair mean (with a
+      ``rule``, the rule's mean: pairs left out as it says; ``min_shared_items`` and
+      ``restandardize`` apply to this form only);
+    - ONEWAY: the machine's ICC(3,2) on z-scores minus the one-way ICC(1,2) on z-scores;
+    - TWOWAY: the machine's ICC(3,2) on z-scores minus the two-way ICC(C,2); with
+      ``machine_side=MACHINE_FITTED`` both terms from the two-way fit with the clinicians'
+      offsets fitted, refitted on every resample (:mod:`.fitted`)."""
+    if machine_side not in MACHINE_FORMS:
+        raise ValueError(
+            f"machine_side must be one of {sorted(MACHINE_FORMS)}, got {machine_side!r}"
+        )
+    if machine_side == MACHINE_FITTED and clinician_form != TWOWAY:
+        raise ValueError(
+            f"the fitted machine side goes with the two-way clinician form {TWOWAY!r}, "
+            f"got {clinician_form!r}"
+        )
+    if machine_side == MACHINE_FITTED:
+        core = FittedMachine(scores, machine=machine, on_degenerate=on_degenerate)
+        first: ItemStatistic = FittedMachineStatistic(core, "icc")
+        second: ItemStatistic = FittedMachineStatistic(core, "clinicians")
+    elif clinician_form == TWOWAY:
+        first = MachineVsClinicianStatistic(scores, machine=machine, on_degenerate=on_degenerate)
+        second = ClinicianTwoWayStatistic(scores, on_degenerate=on_degenerate)
+    elif clinician_form == ONEWAY:
+        first = MachineVsClinicianStatistic(scores, machine=machine, on_degenerate=on_degenerate)
+        second = ClinicianOneWayStatistic(scores, on_degenerate=on_degenerate)
+    elif clinician_form == PAIRWISE:
+        first = MachineVsClinicianStatistic(
+            scores, machine=machine, restandardize=restandardize, on_degenerate=on_degenerate
+        )
+        second = ClinicianPairwiseStatistic(
+            scores,
+            min_shared_items=min_shared_items,
+            restandardize=restandardize,
+            on_degenerate=on_degenerate,
+            rule=rule,
+        )
+    else:
+        raise ValueError(
+            f"clinician_form must be one of {sorted(CLINICIAN_FORMS)}, got {clinician_form!r}"
+        )
     return bootstrap_difference(
         first,
         second,
@@ -125,58 +171,32 @@ def bootstrap_machine_minus_clinicians(
     )
 
 
-def bootstrap_machine_minus_clinician_oneway(
+def bootstrap_machine_fitted(
     scores: pd.DataFrame,
     *,
     machine: object,
     n_resamples: int = 1000,
     confidence: float = 0.95,
-    method: str = "bca",
+    method: str = FITTED_METHOD,
     seed: int | np.integer | np.random.Generator | None = None,
     on_degenerate: str = "raise",
     max_cells: int = DEFAULT_MAX_CELLS,
-) -> BootstrapResult:
-    """Interval for (machine-vs-clinicians ICC) - (clinicians' one-way ICC(1,2)), both
-    recomputed on the same item resamples (z-scores recomputed per resample): the difference
-    where the design gives the clinicians the one-way form (:mod:`.form_choice`)."""
-    first = MachineVsClinicianStatistic(scores, machine=machine, on_degenerate=on_degenerate)
-    second = ClinicianOneWayStatistic(scores, on_degenerate=on_degenerate)
-    return bootstrap_difference(
-        first,
-        second,
+) -> dict[str, BootstrapResult]:
+    """The machine's ICC(3,2) and interval alpha against the clinicians with the clinicians'
+    offsets fitted (:mod:`.fitted`; keys "icc", "alpha_interval"), on the same item
+    resamples, the fit redone on each: what an incomplete design with the two-way clinician
+    form gets instead of :func:`bootstrap_machine_with_alpha`."""
+    core = FittedMachine(scores, machine=machine, on_degenerate=on_degenerate)
+    keys = ("icc", "alpha_interval")
+    results = bootstrap_cis(
+        [FittedMachineStatistic(core, key) for key in keys],
         n_resamples=n_resamples,
         confidence=confidence,
         method=method,
         seed=seed,
         max_cells=max_cells,
     )
-
-
-def bootstrap_machine_minus_clinician_twoway(
-    scores: pd.DataFrame,
-    *,
-    machine: object,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
-    method: str = "bca",
-    seed: int | np.integer | np.random.Generator | None = None,
-    on_degenerate: str = "raise",
-    max_cells: int = DEFAULT_MAX_CELLS,
-) -> BootstrapResult:
-    """Interval for (machine-vs-clinicians ICC) - (clinicians' two-way ICC(C,2)), both
-    recomputed on the same item resamples: the difference where the design gives the
-    clinicians the two-way form (:mod:`.form_choice`)."""
-    first = MachineVsClinicianStatistic(scores, machine=machine, on_degenerate=on_degenerate)
-    second = ClinicianTwoWayStatistic(scores, on_degenerate=on_degenerate)
-    return bootstrap_difference(
-        first,
-        second,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        method=method,
-        seed=seed,
-        max_cells=max_cells,
-    )
+    return dict(zip(keys, results, strict=True))
 
 
 def bootstrap_machine_with_alpha(

@@ -1,0 +1,233 @@
+"""The machine against the clinicians on an incomplete design, with each clinician's offset
+fitted jointly with the items (the two-way model of :mod:`.twoway`), not z-scored over the
+handful of items a clinician rated.
+
+Why: with each item rated by 2 of 29 clinicians on 100 items, a clinician rated about 7
+items; z-scores from 7 items' mean and SD bias MedHELM's machine ICC(3,2) and the alphas and
+their item-bootstrap intervals covered 87.5-88.5% (bench/README.md, issue 21).
+
+The statistics are the population values MedHELM's z-scored statistics estimate, written in
+the two-way model's terms (x_ij = mu_j + a_i + e_ij for clinician j on item i, the machine
+y_i with SD s_y) and estimated from the fit:
+
+- s2_item, s2_e: Henderson III (:func:`agreement.stats.icc_twoway_incomplete.fit_from_weights`);
+- cov(a_i, y_i): the sample covariance of the machine with the clinicians' offset-adjusted
+  item mean r_i = mean_j (x_ij - mu_hat_j). The offsets are fitted from within-item
+  contrasts, so their error involves the clinicians' errors only: it adds to the variance of
+  r_i but not to its covariance with the machine, and the covariance is unbiased;
+- the clinicians' mean z-score of an item has variance v = (s2_item + s2_e * mean(1/n_i)) /
+  (s2_item + s2_e) (n_i clinicians on item i) and covariance c = cov(a, y) /
+  sqrt((s2_item + s2_e) s_y^2) with the machine's z-score (variance 1);
+- machine ICC(3,2) = ICC(C,2) of the two columns = 4c / (v + 1 + 2c);
+- machine interval alpha = 2c / (v + 1) (its value for two columns with equal means,
+  as z-scores have); v is held to at least c^2 (a correlation of at most 1), so both are at
+  most 1;
+- the clinicians' ICC(C,2) = s2_item / (s2_item + s2_e / 2) (:mod:`.twoway`) and the
+  difference machine minus clinicians from the same fit.
+
+Where every clinician shares the same scale width (the z-scores then remove the offsets
+only) these are the values MedHELM's z-scored statistics estimate; where clinicians differ
+in spread the fitted form does not rescale them (a wider clinician adds to s2_e), as in
+:mod:`.twoway`. Intervals: the item bootstrap of the whole fitted statistic, offsets and
+variances refitted on every resample, percentile (FITTED_METHOD; :mod:`.intervals`); the
+clinicians' interval alpha
+with the offsets fitted is ICC(C,1) of the same model, with Wald's exact interval
+(:func:`clinician_alpha_twoway`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from ..bootstrap import ItemStatistic
+from ..icc_twoway_incomplete import fit_from_weights, icc_consistency_incomplete
+from .study_set import machine_vector, study_set
+from .twoway import STEP_UP_TO
+
+#: The bootstrap interval the fitted statistics are reported with, chosen by simulation
+#: (bench/README.md, issue 21): with 2 of 29 clinicians per item BCa's bias correction and
+#: acceleration, estimated from resamples that leave a clinician a few distinct items,
+#: undercovered the difference (85-92%) where the percentile interval covered.
+FITTED_METHOD = "percentile"
+#: What :class:`FittedMachineStatistic` can give, by key.
+FITTED_QUANTITIES: dict[str, str] = {
+    "icc": "ICC(3,2) {machine} vs clinicians, clinician offsets fitted",
+    "alpha_interval": "interval alpha {machine} vs clinicians, clinician offsets fitted",
+    "clinicians": "two-way ICC(C,2) clinician vs clinician",
+    "difference": "ICC(3,2) {machine} vs clinicians minus two-way ICC(C,2) clinicians",
+}
+
+
+class FittedMachine:
+    """The clinicians' two-way fit and the machine's moments for item weights (B, n), shared
+    by the statistics of one machine (each weights array is computed once)."""
+
+    def __init__(self, scores: pd.DataFrame, *, machine: object, on_degenerate: str) -> None:
+        study = study_set(scores, on_degenerate)
+        self.machine = machine
+        self.items = study.items
+        self.dropped_raters = study.dropped
+        self.n_clinicians = len(study.clinicians)
+        y, _ = machine_vector(study, machine)
+        rated = study.rated
+        n_i = rated.sum(axis=1)
+        self._x = study.x
+        self._rated = rated
+        self._n_safe = np.where(n_i > 0, n_i, 1.0)
+        self._item_mean = np.nansum(study.x, axis=1) / self._n_safe  # 0 where nobody rated
+        self._use = (~np.isnan(y) & (n_i > 0)).astype(np.float64)
+        self._first_rater = np.argmax(rated > 0, axis=1)  # an item's clinicians share a set
+        self._y = np.nan_to_num(y)
+        self.n_items = int(self._use.sum())
+        if self.n_items < 2:
+            raise ValueError(f"fewer than 2 study items scored by machine {machine!r}")
+        self._last: tuple[np.ndarray, dict[str, np.ndarray]] | None = None
+
+    def quantities(self, weights: np.ndarray) -> dict[str, np.ndarray]:
+        """Every quantity of FITTED_QUANTITIES for each row of ``weights``."""
+        if self._last is None or self._last[0] is not weights:
+            self._last = (weights, self._compute(np.asarray(weights, dtype=np.float64)))
+        return self._last[1]
+
+    def _compute(self, w: np.ndarray) -> dict[str, np.ndarray]:
+        fit = fit_from_weights(self._x, w)
+        # the offset-adjusted clinician mean of each item, per resample (B, n)
+        r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]
+        u = w * self._use[None, :]
+        big_n = u.sum(axis=1)
+        comp, n_comp = self._components(w, split=fit.n_sets > 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # the offsets are identified within a connected set of clinicians only (a
+            # resample often splits the sparse design): centre r and y within each set
+            r_c = r - _group_means(u, r, comp)
+            y_c = self._y[None, :] - _group_means(u, self._y[None, :], comp)
+            cov = (u * r_c * y_c).sum(axis=1) / (big_n - n_comp)
+            mean_y = (u @ self._y) / big_n
+            var_y = (u * (self._y - mean_y[:, None]) ** 2).sum(axis=1) / (big_n - 1)
+            total = fit.s2_item + fit.s2_error
+            inv_n = (u @ (1.0 / self._n_safe)) / big_n
+            v = (fit.s2_item + fit.s2_error * inv_n) / total
+            c = cov / np.sqrt(total * var_y)
+            # cov and v come from different estimators, so c^2 > v (a correlation above 1)
+            # can happen near perfect agreement: v is held to c^2, its bound, as a negative
+            # variance estimate is held to 0 (the ICC is then at most 1)
+            v = np.maximum(v, c * c)
+            machine_icc = 4.0 * c / (v + 1.0 + 2.0 * c)
+            alpha = 2.0 * c / (v + 1.0)
+            clinicians = fit.s2_item / (fit.s2_item + fit.s2_error / STEP_UP_TO)
+        ok = fit.valid & (big_n - n_comp >= 1) & (var_y > 0) & (total > 0)
+        out = {
+            "icc": machine_icc,
+            "alpha_interval": alpha,
+            "clinicians": clinicians,
+            "difference": machine_icc - clinicians,
+        }
+        return {k: np.where(ok, val, np.nan) for k, val in out.items()}
+
+    def _components(self, w: np.ndarray, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per resample, the connected set of clinicians (linked by an item both rated)
+        each item belongs to (B, n), and the number of sets holding a used item (B,); the
+        graph is searched only in the resamples the fit found ``split``."""
+        b, n = w.shape
+        comp = np.zeros((b, n), dtype=np.int64)
+        n_comp = np.ones(b)
+        first = self._first_rater
+        for row in np.flatnonzero(split):
+            drawn = w[row] > 0
+            link = self._rated[drawn].T @ self._rated[drawn]
+            _, labels = connected_components(sparse.csr_matrix(link), directed=False)
+            comp[row] = labels[first]
+            n_comp[row] = np.unique(comp[row][drawn & (self._use > 0)]).size
+        return comp, n_comp
+
+
+def _group_means(u: np.ndarray, v: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """The u-weighted mean of v (B, n) within each row's groups (B, n), at every item."""
+    b, n = u.shape
+    size = int(group.max()) + 1 if group.size else 1
+    flat = (group + size * np.arange(b)[:, None]).ravel()
+    vv = np.broadcast_to(v, (b, n))
+    sums = np.bincount(flat, weights=(u * vv).ravel(), minlength=b * size)
+    weights = np.bincount(flat, weights=u.ravel(), minlength=b * size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = sums / weights
+    return np.nan_to_num(means)[flat].reshape(b, n)
+
+
+class FittedMachineStatistic(ItemStatistic):
+    """One quantity of :class:`FittedMachine` (a key of FITTED_QUANTITIES) as an
+    :class:`ItemStatistic` over the study items; statistics built on one FittedMachine
+    share its per-resample work."""
+
+    def __init__(self, core: FittedMachine, quantity: str) -> None:
+        if quantity not in FITTED_QUANTITIES:
+            raise ValueError(
+                f"quantity must be one of {sorted(FITTED_QUANTITIES)}, got {quantity!r}"
+            )
+        super().__init__(core.items)
+        self.core = core
+        self.quantity = quantity
+        self.name = FITTED_QUANTITIES[quantity].format(machine=core.machine)
+
+    def from_weights(self, weights: np.ndarray) -> np.ndarray:
+        return self.core.quantities(weights)[self.quantity]
+
+
+@dataclass(frozen=True)
+class FittedMachineAgreement:
+    """The machine against the clinicians with the clinicians' offsets fitted (point values)."""
+
+    machine: object
+    icc: float
+    alpha_interval: float
+    clinicians: float
+    difference: float
+    n_items: int
+    n_clinicians: int
+    dropped_raters: tuple[object, ...]
+    form: str = "ICC(C,k), k=2 (= ICC(3,2)) of the clinicians' mean and the machine, clinician offsets fitted"
+
+
+def machine_vs_clinicians_fitted(
+    scores: pd.DataFrame, *, machine: object, on_degenerate: str = "raise"
+) -> FittedMachineAgreement:
+    """The point values of FITTED_QUANTITIES for one machine rater (see module docstring)."""
+    core = FittedMachine(scores, machine=machine, on_degenerate=on_degenerate)
+    values = core.quantities(np.ones((1, len(core.items))))
+    return FittedMachineAgreement(
+        machine=machine,
+        **{k: float(v[0]) for k, v in values.items()},
+        n_items=core.n_items,
+        n_clinicians=core.n_clinicians,
+        dropped_raters=core.dropped_raters,
+    )
+
+
+@dataclass(frozen=True)
+class ClinicianAlphaTwoWay:
+    """The clinicians' interval alpha with their offsets fitted: ICC(C,1) of the two-way
+    model, s2_item / (s2_item + s2_e), with Wald's exact interval."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+
+def clinician_alpha_twoway(
+    scores: pd.DataFrame, *, on_degenerate: str = "raise", confidence: float = 0.95
+) -> ClinicianAlphaTwoWay:
+    """Interval alpha over the clinicians estimates, once each clinician's offset is removed,
+    s2_item / (s2_item + s2_e): on an incomplete design it is taken from the two-way fit (the
+    z-scores' offsets from a handful of items bias alpha down) with Wald's exact interval for
+    ICC(C,1) (:func:`agreement.stats.icc_twoway_incomplete.icc_consistency_incomplete`)."""
+    study = study_set(scores, on_degenerate)
+    per_item = study.rated.sum(axis=1)
+    if int((per_item >= 2).sum()) < 2:
+        raise ValueError("fewer than 2 items rated by 2 or more clinicians")
+    fit = icc_consistency_incomplete(study.x[per_item > 0], k=1.0, confidence=confidence)
+    return ClinicianAlphaTwoWay(estimate=fit.icc, ci_low=fit.ci_low, ci_high=fit.ci_high)

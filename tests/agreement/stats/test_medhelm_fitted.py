@@ -1,0 +1,96 @@
+"""The machine side with the clinicians' offsets fitted (agreement.stats.medhelm.fitted):
+its values from the two-way fit, its invariances, and its errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agreement.stats.icc_twoway_incomplete import icc_consistency_incomplete
+from agreement.stats.medhelm import (
+    MACHINE_FITTED,
+    PAIRWISE,
+    TWOWAY,
+    FittedMachine,
+    FittedMachineStatistic,
+    bootstrap_machine_minus_clinicians,
+    clinician_alpha_twoway,
+    clinician_twoway,
+    machine_vs_clinicians_fitted,
+)
+from agreement.stats.simulation import MACHINE, Design, score_table, simulate_matrix
+
+
+def _study(design: Design, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    return simulate_matrix(np.random.default_rng(seed), design)
+
+
+def test_clinician_terms_equal_the_two_way_fit() -> None:
+    x, machine = _study(Design(120, 8, 2), seed=1)
+    scores = score_table(x, machine)
+    clin = scores.loc[scores["rater_kind"] == "clinician"]
+    fitted = machine_vs_clinicians_fitted(scores, machine=MACHINE)
+    assert fitted.clinicians == pytest.approx(clinician_twoway(clin).icc, abs=1e-12)
+    assert fitted.difference == pytest.approx(fitted.icc - fitted.clinicians, abs=1e-15)
+    single = icc_consistency_incomplete(x, k=1.0)
+    alpha = clinician_alpha_twoway(clin)
+    assert (alpha.estimate, alpha.ci_low, alpha.ci_high) == pytest.approx(
+        (single.icc, single.ci_low, single.ci_high)
+    )
+    assert fitted.n_items == 120 and fitted.n_clinicians == 8
+
+
+def test_clinician_offsets_and_machine_scale_do_not_change_it() -> None:
+    # offsets are fitted (a clinician shifted by a constant changes nothing) and the machine
+    # enters through its correlation (a linear rescaling changes nothing)
+    x, machine = _study(Design(100, 10, 2), seed=2)
+    base = machine_vs_clinicians_fitted(score_table(x, machine), machine=MACHINE)
+    shifted = x + np.linspace(-3.0, 3.0, x.shape[1])[None, :]
+    moved = machine_vs_clinicians_fitted(score_table(shifted, 5 + 2 * machine), machine=MACHINE)
+    assert (moved.icc, moved.alpha_interval) == pytest.approx((base.icc, base.alpha_interval))
+
+
+def test_sets_of_clinicians_sharing_no_item_are_centred_apart() -> None:
+    # two sets of clinicians that share no item: their relative offset is not identified, so
+    # moving one set by a constant must not move the statistic
+    x, machine = _study(Design(120, 4, 2), seed=3)
+    split = np.full((240, 8), np.nan)
+    split[:120, :4] = x
+    second, machine2 = _study(Design(120, 4, 2), seed=4)
+    split[120:, 4:] = second
+    both = np.concatenate([machine, machine2])
+    base = machine_vs_clinicians_fitted(score_table(split, both), machine=MACHINE)
+    moved = split.copy()
+    moved[:, 4:] += 10.0
+    after = machine_vs_clinicians_fitted(score_table(moved, both), machine=MACHINE)
+    assert after.icc == pytest.approx(base.icc, abs=1e-9)
+    # and in a resample: the statistic per weights row is the same for both
+    w = np.random.default_rng(5).multinomial(240, np.full(240, 1 / 240), size=20).astype(float)
+    a = FittedMachine(score_table(split, both), machine=MACHINE, on_degenerate="raise")
+    b = FittedMachine(score_table(moved, both), machine=MACHINE, on_degenerate="raise")
+    np.testing.assert_allclose(a.quantities(w)["icc"], b.quantities(w)["icc"], atol=1e-9)
+
+
+def test_statistic_on_unit_weights_is_the_point_value() -> None:
+    x, machine = _study(Design(80, 6, 2), seed=6)
+    scores = score_table(x, machine)
+    core = FittedMachine(scores, machine=MACHINE, on_degenerate="raise")
+    point = machine_vs_clinicians_fitted(scores, machine=MACHINE)
+    assert FittedMachineStatistic(core, "icc").estimate() == pytest.approx(point.icc)
+    with pytest.raises(ValueError, match="quantity must be one of"):
+        FittedMachineStatistic(core, "kappa")
+
+
+def test_the_fitted_machine_side_goes_with_the_two_way_form_only() -> None:
+    x, machine = _study(Design(60, 6, 2), seed=7)
+    scores = score_table(x, machine)
+    with pytest.raises(ValueError, match="two-way clinician form"):
+        bootstrap_machine_minus_clinicians(
+            scores, machine=MACHINE, clinician_form=PAIRWISE, machine_side=MACHINE_FITTED
+        )
+    with pytest.raises(ValueError, match="machine_side must be one of"):
+        bootstrap_machine_minus_clinicians(
+            scores, machine=MACHINE, clinician_form=TWOWAY, machine_side="raw"
+        )
+    with pytest.raises(ValueError, match="clinician_form must be one of"):
+        bootstrap_machine_minus_clinicians(scores, machine=MACHINE, clinician_form="mean")
