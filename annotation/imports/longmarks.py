@@ -41,6 +41,34 @@ def _flag(record: LongRecord, column: str, errors: list[LineError]) -> bool | No
     return None
 
 
+#: A mark column: what it marks, and the page where a study marks it.
+_MARKED = {
+    "attention_check": ("an attention check", "Attention checks"),
+    "calibration_item": ("a calibration item", "Calibration"),
+}
+
+
+def _flag_agrees(
+    record: LongRecord, column: str, study_marks: bool, errors: list[LineError]
+) -> None:
+    """A stated mark (yes or no) must be the study's; a blank cell states nothing."""
+    flag = _flag(record, column, errors)
+    what, page = _MARKED[column]
+    if flag is True and not study_marks:
+        reason = (
+            f"the file marks this item as {what}, but this study does not: mark it on the "
+            f"{page} page first (its ratings would otherwise count in the agreement "
+            "statistics), or leave the cell blank"
+        )
+        errors.append(LineError(record.line, column, reason))
+    elif flag is False and study_marks:
+        reason = (
+            f"this item is {what} in this study, but the file says it is not one (its "
+            "ratings stay out of the agreement statistics)"
+        )
+        errors.append(LineError(record.line, column, reason))
+
+
 def _whole(record: LongRecord, column: str, errors: list[LineError]) -> int | None:
     """The cell as a whole number; None when blank."""
     text = record.cells[column].strip()
@@ -80,21 +108,7 @@ class StudyMarks:
     def _attention(
         self, record: LongRecord, item_id: int, key: str, errors: list[LineError]
     ) -> None:
-        is_check = item_id in self.checks
-        flag = _flag(record, "attention_check", errors)
-        if flag is True and not is_check:
-            reason = (
-                "the file marks this item as an attention check, but this study does not: "
-                "mark it on the Attention checks page first (its ratings would otherwise count "
-                "in the agreement statistics), or leave the cell blank"
-            )
-            errors.append(LineError(record.line, "attention_check", reason))
-        elif flag is False and is_check:
-            reason = (
-                "this item is an attention check in this study, but the file says it is not "
-                "one (its ratings stay out of the agreement statistics)"
-            )
-            errors.append(LineError(record.line, "attention_check", reason))
+        _flag_agrees(record, "attention_check", item_id in self.checks, errors)
         low = _whole(record, "expected_low", errors)
         high = _whole(record, "expected_high", errors)
         if low is None and high is None:
@@ -116,21 +130,7 @@ class StudyMarks:
     def _calibration(
         self, record: LongRecord, item_id: int, key: str, errors: list[LineError]
     ) -> None:
-        is_calibration = item_id in self.references
-        flag = _flag(record, "calibration_item", errors)
-        if flag is True and not is_calibration:
-            reason = (
-                "the file marks this item as a calibration item, but this study does not: "
-                "mark it on the Calibration page first (its ratings would otherwise count in "
-                "the agreement statistics), or leave the cell blank"
-            )
-            errors.append(LineError(record.line, "calibration_item", reason))
-        elif flag is False and is_calibration:
-            reason = (
-                "this item is a calibration item in this study, but the file says it is not "
-                "one (its ratings stay out of the agreement statistics)"
-            )
-            errors.append(LineError(record.line, "calibration_item", reason))
+        _flag_agrees(record, "calibration_item", item_id in self.references, errors)
         reference = _whole(record, "calibration_reference", errors)
         if reference is None:
             return
