@@ -166,13 +166,14 @@ class _Reader:
         try:
             return data.decode("utf-8-sig")
         except UnicodeDecodeError:
-            pass
-        for lineno, raw, offset in physical_lines(data):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                parsed.errors.append(LineError(lineno, "", utf8_reason(raw, exc, offset)))
-        return data.decode("utf-8-sig", errors="replace")
+            # Not UTF-8: name every line that is not, then go on with the rest so that the
+            # file's other problems are reported in the same answer.
+            for lineno, raw, offset in physical_lines(data):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    parsed.errors.append(LineError(lineno, "", utf8_reason(raw, exc, offset)))
+            return data.decode("utf-8-sig", errors="replace")
 
     def _header(self, cells: list[str], line: int, parsed: LongFile) -> list[str] | None:
         names = [self._column(cell.strip().lower()) for cell in cells]
