@@ -165,6 +165,8 @@ class WeightedFit:
     offsets: np.ndarray  # (B, R) rater offsets (least squares, items as fixed effects)
     valid: np.ndarray  # (B,) bool: error and item degrees of freedom left, s2_error > 0
     n_sets: np.ndarray  # (B,) connected sets of raters (linked by shared items)
+    df_error: np.ndarray  # (B,)
+    df_items: np.ndarray  # (B,)
 
 
 def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
@@ -216,6 +218,8 @@ def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
         offsets=offsets,
         valid=(df_error >= 1) & (df_items >= 1) & (s2_e > 0),
         n_sets=raters - rank_l,
+        df_error=df_error,
+        df_items=df_items,
     )
 
 

@@ -73,6 +73,11 @@ class FittedMachine:
         self.items = study.items
         self.dropped_raters = study.dropped
         self.n_clinicians = len(study.clinicians)
+        if not self.n_clinicians:
+            raise ValueError(
+                f"no clinician left after dropping {len(study.dropped)} with fewer than 2 "
+                "items or constant composites"
+            )
         y, _ = machine_vector(study, machine)
         rated = study.rated
         n_i = rated.sum(axis=1)
@@ -87,6 +92,29 @@ class FittedMachine:
         if self.n_items < 2:
             raise ValueError(f"fewer than 2 study items scored by machine {machine!r}")
         self._last: tuple[np.ndarray, dict[str, np.ndarray]] | None = None
+        # a cell whose own data give no value is refused here, naming why, rather than
+        # reported as an ICC of nan
+        if np.isnan(self.quantities(np.ones((1, len(self.items))))["icc"][0]):
+            raise ValueError(self._why_undefined())
+
+    def _why_undefined(self) -> str:
+        """Why the full data give no fitted value, in the order _compute checks."""
+        fit = fit_from_weights(self._x, np.ones((1, len(self.items))))
+        if fit.df_error[0] < 1:
+            return (
+                "the clinicians' two-way fit has no error degrees of freedom: too few items "
+                "rated by 2 or more clinicians once each clinician's offset is fitted"
+            )
+        if fit.df_items[0] < 1:
+            return "the clinicians' two-way fit leaves no degrees of freedom for the item variance"
+        if not fit.s2_error[0] > 0:
+            return "the clinicians agree exactly once their offsets are fitted (no error variance)"
+        if np.ptp(self._y[self._use > 0]) == 0:
+            return f"machine {self.machine!r} gives every item the same composite"
+        return (
+            "fewer than 2 items in a connected set of clinicians (clinicians linked by items "
+            "they both rated)"
+        )
 
     def quantities(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Every quantity of FITTED_QUANTITIES for each row of ``weights``."""

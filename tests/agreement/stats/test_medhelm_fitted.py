@@ -94,3 +94,28 @@ def test_the_fitted_machine_side_goes_with_the_two_way_form_only() -> None:
         )
     with pytest.raises(ValueError, match="clinician_form must be one of"):
         bootstrap_machine_minus_clinicians(scores, machine=MACHINE, clinician_form="mean")
+
+
+def test_a_cell_without_a_fitted_value_says_why_instead_of_giving_nan() -> None:
+    # Each item rated by one clinician only: once the offsets are fitted nothing is left to
+    # estimate the error from. Before, the value was nan and the report said "ICC nan is
+    # outside [-1, 1]".
+    x, machine = _study(Design(30, 3, 2), seed=5)
+    alone = np.full_like(x, np.nan)
+    for item in range(x.shape[0]):
+        alone[item, item % x.shape[1]] = 1.0 + (7 * item) % 5
+    with pytest.raises(ValueError, match="no error degrees of freedom"):
+        machine_vs_clinicians_fitted(score_table(alone, machine), machine=MACHINE)
+
+
+def test_a_cell_whose_clinicians_all_drop_out_names_them() -> None:
+    # every clinician rated one item (no z-score: dropped); before, numpy's "attempt to get
+    # argmax of an empty sequence" reached the report as the cell's reason
+    x, machine = _study(Design(30, 3, 2), seed=6)
+    one_each = np.full_like(x, np.nan)
+    for rater in range(x.shape[1]):
+        one_each[rater, rater] = 1.0 + rater
+    with pytest.raises(ValueError, match="no clinician left after dropping 3"):
+        machine_vs_clinicians_fitted(
+            score_table(one_each, machine), machine=MACHINE, on_degenerate="drop"
+        )
