@@ -18,13 +18,38 @@ def study_with_members(db):
 STACK_FREE = ("tests/agreement/stats/", "tests/site/test_modules_import_alone.py")
 
 
+#: Tests of what is computed and rendered from stored ratings (the agreement analysis and its
+#: reports, figures and exports, the planning page, the page access matrix, the Delphi
+#: exports): they read the database through plain queries whose results do not depend on the
+#: engine, and most of their time goes to statistics and typesetting. CI's second stack
+#: leaves them out (the `rendered` mark); what the reports store and how their jobs run
+#: (snapshots, background jobs, the study archive, the watch) stays on both stacks.
+RENDERED = (
+    "tests/agreement/",
+    "tests/common/",
+    "tests/delphi/exports/",
+    "tests/site/test_access.py",
+    "tests/site/test_figures_draw_hostile_names.py",
+)
+RENDERED_BUT_STORED = (
+    "tests/agreement/reports/test_snapshots.py",
+    "tests/agreement/reports/test_background_jobs.py",
+    "tests/agreement/test_study_archive.py",
+    "tests/agreement/test_long_round_trip.py",
+    "tests/agreement/test_watch_refresh.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """These tests carry the `pure` mark, so that CI's second stack, which repeats the tests
-    that face the database or the broker, can leave them out: they would give the same result
-    on PostgreSQL and Redis."""
+    """Marks by folder for CI's second stack, which repeats on PostgreSQL and Redis the tests
+    whose result the stack can change: `pure` (neither a database nor a broker) and
+    `rendered` (above) are left out there."""
     for item in items:
-        if item.nodeid.replace("\\", "/").startswith(STACK_FREE):
+        path = item.nodeid.replace("\\", "/")
+        if path.startswith(STACK_FREE):
             item.add_marker(pytest.mark.pure)
+        elif path.startswith(RENDERED) and not path.startswith(RENDERED_BUT_STORED):
+            item.add_marker(pytest.mark.rendered)
 
 
 def pytest_sessionfinish(session, exitstatus):
