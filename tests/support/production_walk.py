@@ -86,11 +86,18 @@ class Watch:
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda error: self._note(f"uncaught: {error}"))
         self.page.on("response", self._response)
-        self.page.on("requestfailed", lambda r: self._note(f"failed {r.url}: {r.failure}"))
+        self.page.on("requestfailed", self._request_failed)
 
     def _note(self, problem: str) -> None:
         if not any(pattern.search(problem) for pattern in self.allowed):
             self.problems.append(problem)
+
+    def _request_failed(self, request: Any) -> None:
+        # ERR_ABORTED is the browser cancelling a load of a page it is leaving (the favicon of
+        # a page that redirects at once to the provider, seen in a CI run): not a failure a
+        # user meets. Every other failure (refused, reset, TLS, timed out) is noted.
+        if request.failure != "net::ERR_ABORTED":
+            self._note(f"failed {request.url}: {request.failure}")
 
     def _console(self, message: Any) -> None:
         text, where = message.text, (message.location or {}).get("url", "")
