@@ -1,5 +1,6 @@
 """Every module of the site imports on its own in a fresh interpreter (a child forked from a
-server that has imported only third-party packages).
+server that has imported only third-party packages, and run django.setup() for a module that
+needs the app registry, as a command or a worker runs it first).
 
 An import cycle hides while the test suite imports modules in a lucky order and shows up
 when a command or a worker imports one module first; this test imports each one first.
@@ -35,28 +36,32 @@ def site_modules() -> list[str]:
 #: Django settings.
 WARM = ("django", "celery", "numpy", "pandas", "scipy.stats", "matplotlib", "pingouin")
 
-#: A fork server: reads module names, one a line; for each forks a child that imports it
-#: first thing (after django.setup() only where it needs the app registry, as a command or a
-#: worker would) and answers "name<TAB>ok" or "name<TAB>the error's last line". A new
-#: interpreter per module cost about 500 s of CI for ~400 modules, most of it importing
-#: pandas and Django again each time.
+#: Said by a child of the plain server for a module that needs the app registry.
+NEEDS_SETUP = "needs django.setup()"
+
+#: A fork server: imports the WARM packages (argv[2:]) and, in "setup" mode (argv[1]), runs
+#: django.setup() once, as a command or a worker does before anything else; then reads module
+#: names, one a line, and for each forks a child that imports it first thing and answers
+#: "name<TAB>ok" or "name<TAB>the error's last line". A plain server's child answers
+#: NEEDS_SETUP for a module that needs the app registry, which then goes to a setup server. A
+#: new interpreter per module cost about 500 s of CI for ~400 modules, and a django.setup()
+#: in each child about 180 s.
 SERVER = r"""
 import os, sys, traceback
-for name in sys.argv[1:]:
+mode, warm = sys.argv[1], sys.argv[2:]
+for name in warm:
     __import__(name)
+if mode == "setup":
+    import django
+    django.setup()
 
 def import_first(module):
     try:
-        try:
-            __import__(module)
-        except Exception as exc:
-            if type(exc).__name__ != "AppRegistryNotReady":
-                raise
-            import django
-            django.setup()
-            __import__(module)
+        __import__(module)
         return "ok"
-    except BaseException:
+    except BaseException as exc:
+        if mode == "plain" and type(exc).__name__ == "AppRegistryNotReady":
+            return NEEDS_SETUP
         return traceback.format_exc().strip().splitlines()[-1]
 
 for line in sys.stdin:
@@ -72,15 +77,16 @@ for line in sys.stdin:
         result = answer.read().decode() or "the child died without an answer"
     os.waitpid(pid, 0)
     print(module + "\t" + result.replace("\n", " "), flush=True)
-"""
+""".replace("NEEDS_SETUP", repr(NEEDS_SETUP))
 
 
-def import_each_first(modules: list[str]) -> list[str]:
-    """The error of each module of ``modules`` that does not import first thing in a fresh
-    interpreter (one forked from the server above), as "module: error"."""
+def _serve(mode: str, modules: list[str]) -> dict[str, str]:
+    """Each of ``modules`` imported first by a child of a ``mode`` server: module -> answer."""
+    if not modules:
+        return {}
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "medhelm_site.test_settings"}
     done = subprocess.run(
-        [sys.executable, "-c", SERVER, *WARM],
+        [sys.executable, "-c", SERVER, mode, *WARM],
         input="\n".join(modules) + "\n",
         cwd=ROOT,
         env=env,
@@ -91,6 +97,16 @@ def import_each_first(modules: list[str]) -> list[str]:
     assert done.returncode == 0, done.stderr[-2000:]
     answers = dict(line.split("\t", 1) for line in done.stdout.splitlines())
     assert set(answers) == set(modules), set(modules) - set(answers)
+    return answers
+
+
+def import_each_first(modules: list[str]) -> list[str]:
+    """The error of each module of ``modules`` that does not import first thing in a fresh
+    interpreter (one forked from a server above; after django.setup() only where the module
+    needs the app registry), as "module: error"."""
+    answers = _serve("plain", modules)
+    needing = [m for m in modules if answers[m] == NEEDS_SETUP]
+    answers.update(_serve("setup", needing))
     return [f"{m}: {answers[m]}" for m in modules if answers[m] != "ok"]
 
 
