@@ -32,6 +32,7 @@ from annotation.selectors.checks import (
     attention_check_item_ids,
     attention_checks,
     check_export_rows,
+    check_item_choices,
     check_results,
 )
 from annotation.selectors.dashboard import (
@@ -150,6 +151,7 @@ __all__ = [
     "calibration_results",
     "case_copy",
     "check_export_rows",
+    "check_item_choices",
     "check_results",
     "clinician_progress",
     "clinician_queue",

@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Q
 
 from annotation.calibration_stats import (
     MIN_KAPPA_PAIRS,
@@ -33,7 +32,7 @@ from annotation.models import (
     RubricCriterion,
     StudyMembership,
 )
-from annotation.selectors.taxonomy import NO_CATEGORY, NO_SUBCATEGORY, category_names
+from annotation.selectors.item_choices import ItemChoices, item_choices
 
 OPEN = (Assignment.Status.PENDING, Assignment.Status.IN_PROGRESS)
 
@@ -253,62 +252,17 @@ def calibration_record(*, study: RatingStudy) -> dict[str, Any]:
     }
 
 
-#: The most items the calibration page's item list offers at once; a search narrows it.
-CHOICES_SHOWN = 300
-
-
-@dataclass(frozen=True)
-class ItemChoices:
-    """The items a coordinator may mark (or whose reference they may change), for the
-    calibration page's list: grouped by "category / subcategory", each named by its case
-    (external id), model and benchmark. Coordinators see models; raters never see this."""
-
-    groups: list[tuple[str, list[tuple[int, str]]]]
-    shown: int
-    matching: int  # items that can be marked and match the search
-    query: str
-
-
 def calibration_item_choices(
     *, study: RatingStudy, query: str = "", include: int | None = None
 ) -> ItemChoices:
     """Calibration items and items nobody has started rating as ordinary work (the others
-    the service refuses), minus attention checks; matching `query` (in the external id,
-    model, benchmark or a taxonomy name), the first CHOICES_SHOWN of them. `include`: an
-    item asked for by number (the item page's link), listed whatever the search."""
+    the service refuses), minus attention checks, as the calibration page's item list
+    (selectors.item_choices: search, `include`)."""
     started = Assignment.objects.filter(
         study=study,
         item__calibration_item__isnull=True,
         status__in=[Assignment.Status.IN_PROGRESS, Assignment.Status.SUBMITTED],
     ).values("item_id")
     items = Item.objects.filter(study=study, attention_check__isnull=True).exclude(pk__in=started)
-    query = query.strip()
-    if query:
-        items = items.filter(
-            Q(external_id__icontains=query)
-            | Q(model_name__icontains=query)
-            | Q(benchmark__icontains=query)
-            | Q(taxonomy_node__name__icontains=query)
-            | Q(taxonomy_node__parent__name__icontains=query)
-            | Q(taxonomy_node__parent__parent__name__icontains=query)
-        )
-    matching = items.count()
-    fields = ("pk", "external_id", "model_name", "benchmark", "taxonomy_node_id")
-    rows = list(
-        items.order_by("taxonomy_node_id", "external_id", "model_name", "pk").values_list(*fields)[
-            :CHOICES_SHOWN
-        ]
-    )
-    if include is not None and include not in {r[0] for r in rows}:
-        rows += list(Item.objects.filter(study=study, pk=include).values_list(*fields))
-    names = category_names(study=study)
-    marked = calibration_item_ids(study=study)
-    groups: dict[str, list[tuple[int, str]]] = {}
-    for pk, external_id, model, benchmark, node in rows:
-        group = " / ".join(names.get(node, (NO_CATEGORY, NO_SUBCATEGORY)))
-        label = " · ".join(part for part in (external_id, model, benchmark) if part)
-        label += f" (#{pk}{', calibration item' if pk in marked else ''})"
-        groups.setdefault(group, []).append((pk, label))
-    return ItemChoices(
-        groups=sorted(groups.items()), shown=len(rows), matching=matching, query=query
-    )
+    marked = dict.fromkeys(calibration_item_ids(study=study), "calibration item")
+    return item_choices(study=study, items=items, query=query, include=include, marked=marked)

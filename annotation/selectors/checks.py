@@ -10,7 +10,15 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from annotation.models import Assignment, AttentionCheck, Rating, RatingStudy, StudyMembership
+from annotation.models import (
+    Assignment,
+    AttentionCheck,
+    Rating,
+    RatingStudy,
+    StudyMembership,
+    items_to_rate,
+)
+from annotation.selectors.item_choices import ItemChoices, item_choices
 
 PASSED, FAILED, NOT_RATED = "passed", "failed", "not yet rated"
 CHECK_EXPORT_COLUMNS = (
@@ -135,3 +143,18 @@ def check_export_rows(*, study: RatingStudy) -> Iterator[list[object]]:
 
 def attention_check_item_ids(*, study: RatingStudy) -> set[int]:
     return set(AttentionCheck.objects.filter(study=study).values_list("item_id", flat=True))
+
+
+def check_item_choices(
+    *, study: RatingStudy, query: str = "", include: int | None = None
+) -> ItemChoices:
+    """The items clinicians are dealt (the draw's, never a calibration item: the others the
+    service refuses), attention checks among them said so, as the attention-checks page's
+    item list (selectors.item_choices: search, `include`)."""
+    marked = dict.fromkeys(
+        AttentionCheck.objects.filter(item__study=study).values_list("item_id", flat=True),
+        "attention check",
+    )
+    return item_choices(
+        study=study, items=items_to_rate(study), query=query, include=include, marked=marked
+    )

@@ -13,6 +13,7 @@ from annotation import selectors, services
 from annotation.access import STUDY_READERS, Role, get_study_for_user
 from annotation.errors import AnnotationError
 from annotation.models import RatingStudy, RubricCriterion
+from annotation.views.item_choice import asked_item, choose_from, item_field
 from medhelm_site.common.csv_export import csv_lines
 from medhelm_site.common.querying import parse_id
 from medhelm_site.domain_errors import add_to_form
@@ -22,15 +23,20 @@ class CheckForm(forms.Form):
     """The item and, per criterion, the lowest and highest answer that pass (either may be
     left empty: the scale's end; both empty: the criterion is not checked)."""
 
-    item = forms.IntegerField(min_value=1, label="Item number")
+    item = item_field(
+        help_text="The items dealt to clinicians (the sample drawn, if any), grouped by "
+        "category / subcategory; each named by its case (external id), model and benchmark. "
+        "Calibration items are not listed; choosing a check changes its answers."
+    )
     note = forms.CharField(
         required=False,
         label="Note for coordinators (never shown to raters)",
         widget=forms.Textarea(attrs={"rows": 2, "cols": 50}),
     )
 
-    def __init__(self, *args, criteria: list[RubricCriterion], **kwargs) -> None:
+    def __init__(self, *args, criteria: list[RubricCriterion], choices: list, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        choose_from(self.fields["item"], choices)
         self.criteria = criteria
         for c in criteria:
             for end in ("low", "high"):
@@ -67,8 +73,13 @@ def checks_page(request: HttpRequest, study_id: int) -> HttpResponse:
     criteria = list(study.criteria.all())
     if request.method == "POST" and request.POST.get("action") == "unmark":
         return _unmark(request, study)
-    initial = {"item": request.GET.get("item")} if request.GET.get("item", "").isdigit() else {}
-    form = CheckForm(request.POST or None, criteria=criteria, initial=initial)
+    initial = asked_item(request)
+    choices = selectors.check_item_choices(
+        study=study, query=request.GET.get("q", ""), include=initial.get("item")
+    )
+    form = CheckForm(
+        request.POST or None, criteria=criteria, choices=choices.groups, initial=initial
+    )
     status = 200
     if request.method == "POST":
         status = 400
@@ -92,6 +103,7 @@ def checks_page(request: HttpRequest, study_id: int) -> HttpResponse:
         {
             "study": study,
             "form": form,
+            "choices": choices,
             "checks": selectors.attention_checks(study=study),
             "check_results": selectors.check_results(study=study),
         },

@@ -16,7 +16,8 @@ from annotation.access import Role, get_study_for_user
 from annotation.calibration_stats import MIN_KAPPA_PAIRS
 from annotation.errors import AnnotationError
 from annotation.models import RatingStudy, RubricCriterion
-from medhelm_site.common.querying import BadParameter, parse_id
+from annotation.views.item_choice import asked_item, choose_from, item_field
+from medhelm_site.common.querying import parse_id
 from medhelm_site.domain_errors import add_to_form
 
 
@@ -26,13 +27,10 @@ class ReferenceForm(forms.Form):
     values are checked by the service, whose error names the item, or the criterion and the
     value: the list is a convenience, not the check."""
 
-    item = forms.IntegerField(
-        min_value=1,
-        label="Item",
-        error_messages={"required": "Choose the item from the list."},
+    item = item_field(
         help_text="Grouped by category / subcategory; each named by its case (external id), "
         "model and benchmark. Items already rated as ordinary work and attention checks "
-        "are not listed.",
+        "are not listed."
     )
     note = forms.CharField(
         required=False,
@@ -42,7 +40,7 @@ class ReferenceForm(forms.Form):
 
     def __init__(self, *args, criteria: list[RubricCriterion], choices: list, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["item"].widget = forms.Select(choices=[("", "Choose an item"), *choices])
+        choose_from(self.fields["item"], choices)
         self.criteria = criteria
         for c in criteria:
             label = f"{c.label}: reference value"
@@ -60,15 +58,6 @@ class ReferenceForm(forms.Form):
         return [(c, self[f"ref-{c.key}"]) for c in self.criteria]
 
 
-def _asked_item(request: HttpRequest) -> dict[str, int]:
-    """The item the address names (?item=, from the item page's link) as the form's initial
-    choice; nothing when it names none or no valid id."""
-    try:
-        return {"item": parse_id(request.GET["item"], field="item")}
-    except (KeyError, BadParameter):
-        return {}
-
-
 def _map_error(form: ReferenceForm, exc: AnnotationError) -> None:
     if exc.field and f"ref-{exc.field}" in form.fields:
         form.add_error(f"ref-{exc.field}", exc.message)
@@ -84,7 +73,7 @@ def calibration_page(request: HttpRequest, study_id: int) -> HttpResponse:
     criteria = list(study.criteria.all())
     if request.method == "POST" and request.POST.get("action") == "unmark":
         return _unmark(request, study)
-    initial = _asked_item(request)
+    initial = asked_item(request)
     choices = selectors.calibration_item_choices(
         study=study, query=request.GET.get("q", ""), include=initial.get("item")
     )

@@ -216,3 +216,54 @@ def test_the_item_page_links_to_planting_and_shows_a_check(client, setup):
     _mark(setup, item.pk)
     page = client.get(url).content.decode()
     assert "This item is an attention check" in page and "accuracy 4\N{EN DASH}5" in page
+
+
+def test_the_coordinator_chooses_the_check_from_a_list_the_server_still_checks(client, setup):
+    """The item is a select of the items dealt to clinicians (case, model; grouped by
+    taxonomy), checks said so, calibration items left out; a search narrows it; the item
+    page's link preselects its item; an item posted from outside the list is still refused,
+    by the service, naming it."""
+    study = setup.study
+    checked, calibration, fresh = study.items.order_by("pk")[:3]
+    _mark(setup, checked.pk)
+    services.mark_calibration_item(
+        study=study,
+        item_id=calibration.pk,
+        reference={"accuracy": 4},
+        note="",
+        actor=setup.coordinator,
+    )
+    client.force_login(setup.coordinator)
+    url = reverse("annotation:checks", args=[study.pk])
+    page = client.get(url).content.decode()
+    select = page[page.index('<select name="item"') :].split("</select>")[0]
+    assert '<optgroup label="(no category) / (no subcategory)">' in select
+    assert (
+        f'<option value="{fresh.pk}">{fresh.external_id} · {fresh.model_name} (#{fresh.pk})'
+        in select
+    )
+    assert f"(#{checked.pk}, attention check)</option>" in select
+    assert f'value="{calibration.pk}"' not in select  # the service would refuse it
+    assert select.count("<option value=") == study.items.count()  # "" and all but one
+    assert f"{study.items.count() - 1} items listed." in page
+
+    narrowed = client.get(url, {"q": fresh.external_id}).content.decode()
+    assert narrowed.split("</select>")[0].count("<option value=") == 2
+    assert f"1 item matching “{fresh.external_id}” listed." in narrowed
+    linked = client.get(url, {"item": fresh.pk}).content.decode()
+    assert f'<option value="{fresh.pk}" selected>' in linked
+    for bad in ("²", "abc", "9" * 30):
+        odd = client.get(url, {"item": bad})
+        assert odd.status_code == 200 and '<option value="" selected>' in odd.content.decode()
+
+    refused = client.post(url, {"item": calibration.pk, "low-accuracy": "4"})
+    assert refused.status_code == 400
+    assert f"item {calibration.pk} is a calibration item" in refused.content.decode()
+    other = make_study_with_members(n_items=1, name="Other").study.items.get()
+    refused = client.post(url, {"item": other.pk, "low-accuracy": "4"})
+    assert refused.status_code == 400
+    assert f"no item {other.pk} in this study" in refused.content.decode()
+    missing = client.post(url, {"item": "", "low-accuracy": "4"})
+    assert missing.status_code == 400
+    assert "Choose the item from the list." in missing.content.decode()
+    assert list(AttentionCheck.objects.values_list("item_id", flat=True)) == [checked.pk]

@@ -1,5 +1,5 @@
-"""A coordinator plants an attention check in the browser (item and passing answers on the
-checks page); after its two raters submit, one with an obvious wrong answer, the dashboard
+"""A coordinator plants an attention check in the browser (the item found with the search and
+chosen from the list, and its passing answers, on the checks page); after its two raters submit, one with an obvious wrong answer, the dashboard
 reports that rater as failing and the other as passing, with the answers given."""
 
 from __future__ import annotations
@@ -28,15 +28,30 @@ def test_the_coordinator_plants_a_check_and_the_dashboard_reports_the_failing_ra
     log_in(page, live_server, built.coordinator.username)
     page.goto(f"{live_server.url}/studies/{study.pk}/")
     page.get_by_role("link", name="Attention checks").click()
+    page.get_by_label("Find items by case, model, benchmark or taxonomy name").fill(
+        item.external_id
+    )
+    page.get_by_role("button", name="Find").click()
+    expect(page.get_by_test_id("check-choices-count")).to_contain_text(
+        f"matching “{item.external_id}” listed"
+    )
     form = page.get_by_test_id("check-form")
-    form.get_by_label("Item number").fill(str(item.pk))
+    form.get_by_label("Item:", exact=True).select_option(
+        label=f"{item.external_id} · {item.model_name} (#{item.pk})"
+    )
     form.get_by_label("Accuracy: lowest passing answer").fill("4")
     form.get_by_label("Note for coordinators").fill("The output repeats the reference.")
     form.get_by_role("button", name="Save the check").click()
     expect(page.get_by_test_id("check-count")).to_have_text("1")
     expect(page.get_by_test_id("checks")).to_contain_text("accuracy 4\N{EN DASH}5")
     assert AttentionCheck.objects.get(item=item).expected == {"accuracy": [4, 5]}
+    expect(
+        form.get_by_label("Item:", exact=True).locator(
+            "option", has_text=f"(#{item.pk}, attention check)"
+        )
+    ).to_have_count(1)
     page.screenshot(path=SHOTS.format("marked"), full_page=True)
+    assert_accessible(page, "the attention-checks page with its item list")
 
     good, bad = Assignment.objects.filter(item=item).select_related("clinician").order_by("pk")
     for assignment, accuracy in ((good, 5), (bad, 1)):
