@@ -14,7 +14,8 @@ def study_with_members(db):
 
 
 #: Tests that need neither a database nor a broker: the pure statistics, and the import guard
-#: (each module imported alone in a fresh interpreter, about 100 s).
+#: (each module imported alone in a fresh interpreter). CI runs them once, on its second
+#: stack (the `pure` mark), which ends well before the defaults.
 STACK_FREE = ("tests/agreement/stats/", "tests/site/test_modules_import_alone.py")
 
 
@@ -41,9 +42,9 @@ RENDERED_BUT_STORED = (
 
 
 def pytest_collection_modifyitems(config, items):
-    """Marks by folder for CI's second stack, which repeats on PostgreSQL and Redis the tests
-    whose result the stack can change: `pure` (neither a database nor a broker) and
-    `rendered` (above) are left out there."""
+    """Marks by folder for CI, which runs on both stacks the tests whose result the stack can
+    change, and the others once: `pure` (neither a database nor a broker) on the second
+    stack, `rendered` (above) on the defaults."""
     for item in items:
         path = item.nodeid.replace("\\", "/")
         if path.startswith(STACK_FREE):
