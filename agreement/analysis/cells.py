@@ -93,6 +93,7 @@ CELL_COLUMNS = [
     "clinician_form",
     "form_reason",
     "machine_form",
+    "ratings_per_clinician",
     *ALPHA_COLUMNS,
 ]
 NOT_ESTIMABLE = "not estimable"
@@ -270,6 +271,7 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
     if side == MACHINE_FITTED:
         fields["statistic"] = MACHINE_FORMS[side]
         fields["ci_method"] = FITTED_CI_METHOD
+        fields["ratings_per_clinician"] = point.ratings_per_clinician
     return ruled(fields, n_shared=point.n_items, s=s)
 
 

@@ -12,6 +12,7 @@ from agreement.stats.icc_interval_choice import MIN_ITEMS_CHECKED
 from agreement.stats.medhelm import (
     BY_DESIGN,
     CLINICIAN_FORMS,
+    MACHINE_FITTED,
     ONEWAY,
     PAIRWISE,
     REQUESTABLE_FORMS,
@@ -132,8 +133,8 @@ INTERVAL_COVERAGE = (
     "coverage checked by simulation (bench/bench_coverage.py: normal two-way random-effects "
     "studies with raters drawn afresh per study, 2 or 3 raters per item, complete and "
     "incomplete designs): where every clinician rates every item, within 1.5 points of the "
-    "nominal level from {n} items on; with fewer items the item bootstrap covers less than its "
-    "nominal level by more than that, so an interval on fewer than {n} items is marked "
+    "nominal level from {n} items on; with fewer items the item bootstrap covers less than "
+    "its nominal level by more than that, so an interval on fewer than {n} items is marked "
     "approximate. Where each item is rated by a few of many clinicians, MedHELM's z-scored "
     "statistics covered less by more than 1.5 points at 100-200 items too (with 2 of 29 "
     "clinicians per item the machine ICC and alphas 87.5-91.0%, the machine-minus-clinician "
@@ -141,16 +142,19 @@ INTERVAL_COVERAGE = (
     "a design the cells use the two-way model with the clinicians' offsets fitted: the "
     "clinician-clinician ICC(C,2) with Wald's exact interval covered 93.9-95.6% (1,000 "
     "studies each, Monte Carlo SD 0.7 points) and the clinicians' interval alpha (ICC(C,1), "
-    "Wald) 95.0-96.5% (200 studies each, Monte Carlo SD 1.5 points) with 2 of 6 and 2 of 29 "
-    "clinicians per item at 100 and 200 items, so that cell is not marked approximate from {n} "
-    "items on; the machine's ICC(3,2) and interval alpha with the offsets fitted covered "
-    "94.5-97.5% and the machine-minus-clinician difference 94.0-98.0% there (percentile "
-    "interval; no longer short, but above the nominal level by more than 1.5 points in one "
-    "design each, 97.5% and 98.0% with 2 of 29: resamples leave a clinician fewer distinct "
-    "items than the data have, which widens the interval), so machine cells and differences "
-    "on an incomplete design keep the approximate mark; the one-way ICC(1,2) on z-scores "
-    "(issue 16, available on request) covered 78.0-87.5% with 2 of 29 clinicians per item and "
-    "keeps the mark (bench/README.md)"
+    "Wald) 94.5-96.2% (600-2,000 studies each, Monte Carlo SD 0.5-0.9 points) with 2 of 6 and "
+    "2 of 29 clinicians per item at 100 and 200 items, so that cell is not marked approximate "
+    "from {n} items on; with the offsets fitted the machine-minus-clinician difference "
+    "covered 94.5-95.2% in those four designs (600-2,000 studies each, Monte Carlo SD 0.5-0.9 "
+    "points), so differences on an incomplete design are not marked either; the machine's "
+    "ICC(3,2) and interval alpha covered 94.4-95.8% where the clinicians rated 13.8 items "
+    "each or more on average (2 of 6 clinicians per item; 2 of 29 at 200 items) and 97.2% "
+    "with 6.9 each (2 of 29 at 100 items, 2,000 studies: wider than needed, as a resample "
+    "leaves a clinician fewer distinct items than the data give to fit its offset), so a "
+    "machine cell whose clinicians rated fewer than 13.8 items each is marked approximate "
+    "(percentile intervals; ordinal alpha stays on z-scores and its coverage is not "
+    "simulated); the one-way ICC(1,2) on z-scores (issue 16, available on request) covered "
+    "78.0-87.5% with 2 of 29 clinicians per item and keeps the mark (bench/README.md)"
 )
 #: What a cell's interval on an incomplete design (each item rated by some of the
 #: clinicians) says of itself.
@@ -169,14 +173,27 @@ APPROXIMATE_BELOW_ITEMS = MIN_ITEMS_CHECKED
 #: within 1.5 points of its nominal level on incomplete designs from APPROXIMATE_BELOW_ITEMS
 #: items on: their cells on such designs are not marked approximate.
 INCOMPLETE_CHECKED_FORMS: tuple[str, ...] = (TWOWAY,)
-#: Machine sides (agreement.stats.medhelm.form_choice.MACHINE_FORMS) whose machine cells
+#: Machine sides (agreement.stats.medhelm.form_choice.MACHINE_FORMS) whose machine cells'
 #: intervals the simulation found within 1.5 points of nominal on incomplete designs from
-#: APPROXIMATE_BELOW_ITEMS items on. None yet: the fitted side covered 94.5-97.5%
-#: (bench/README.md, issue 21).
-INCOMPLETE_CHECKED_MACHINE_FORMS: tuple[str, ...] = ()
-#: The same for the differences (machine minus clinician-clinician). None yet: the fitted
-#: side's percentile interval covered 94.0-98.0%.
-INCOMPLETE_CHECKED_DIFFERENCE_FORMS: tuple[str, ...] = ()
+#: APPROXIMATE_BELOW_ITEMS items on, where the clinicians rated at least
+#: INCOMPLETE_MACHINE_MIN_RATINGS_PER_CLINICIAN items each on average (bench/README.md,
+#: issue 21).
+INCOMPLETE_CHECKED_MACHINE_FORMS: tuple[str, ...] = (MACHINE_FITTED,)
+#: The least mean number of items per clinician at which the fitted machine ICC and interval
+#: alpha were found covering: 200 items rated by 2 of 29 clinicians each (13.8). With 2 of 29
+#: on 100 items (6.9 each) they covered 97.2% (2,000 studies): conservative, as a resample
+#: leaves a clinician fewer distinct items than the data give to fit its offset.
+INCOMPLETE_MACHINE_MIN_RATINGS_PER_CLINICIAN = 2 * 200 / 29
+#: What a fitted machine cell on a sparser design says of its interval.
+SPARSE_DESIGN_NOTE = (
+    "approximate interval: the clinicians rated fewer than {least:.1f} items each on average "
+    "(an incomplete design), where the simulated coverage of the interval exceeded its "
+    "nominal level by more than 1.5 points (wider than needed; Method)"
+)
+#: The same for the differences (machine minus clinician-clinician): the fitted side's
+#: percentile interval covered within 1.5 points in every design simulated, 2 of 29 on 100
+#: items included.
+INCOMPLETE_CHECKED_DIFFERENCE_FORMS: tuple[str, ...] = (MACHINE_FITTED,)
 
 
 @dataclass(frozen=True)
@@ -242,6 +259,12 @@ class Settings:
             "incomplete_checked_forms": list(INCOMPLETE_CHECKED_FORMS),
             "incomplete_checked_machine_forms": list(INCOMPLETE_CHECKED_MACHINE_FORMS),
             "incomplete_checked_difference_forms": list(INCOMPLETE_CHECKED_DIFFERENCE_FORMS),
+            "incomplete_machine_min_ratings_per_clinician": (
+                INCOMPLETE_MACHINE_MIN_RATINGS_PER_CLINICIAN
+            ),
+            "approximate_sparse_note": SPARSE_DESIGN_NOTE.format(
+                least=INCOMPLETE_MACHINE_MIN_RATINGS_PER_CLINICIAN
+            ),
         }
 
     def boot(self) -> dict[str, Any]:

@@ -140,8 +140,25 @@ def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | N
     kind = "difference" if is_difference(c) else "machine"
     key = f"incomplete_checked_{kind}_forms"
     if c.get("machine_form") in (record.get(key) or ()):
-        return None
+        return None if kind == "difference" else _sparse_note(c, record)
     return str(incomplete) if incomplete and c.get("design") == "incomplete" else None
+
+
+def _sparse_note(c: Mapping[str, Any], record: Mapping[str, Any]) -> str | None:
+    """A checked machine cell's note: none where its clinicians rated as many items each as
+    the simulation checked, the sparse-design note where fewer (or where the cell does not
+    say how many)."""
+    least, per = (
+        record.get("incomplete_machine_min_ratings_per_clinician"),
+        c.get("ratings_per_clinician"),
+    )
+    if c.get("design") != "incomplete" or not finite(least):
+        return None
+    if finite(per) and float(per) >= float(least):
+        return None
+    if not finite(per):  # a cell that does not say: the general mark
+        return str(record.get("approximate_incomplete_note"))
+    return str(record.get("approximate_sparse_note"))
 
 
 def form_note(c: Mapping[str, Any]) -> str | None:

@@ -179,11 +179,13 @@ def test_cells_equal_the_stats_functions_on_the_same_subset():
             # an incomplete design with the two-way clinician form: the machine side has the
             # clinicians' offsets fitted (issue 21), percentile whatever the setting
             direct = bootstrap_machine_fitted(sub, machine=machine, on_degenerate="drop", **BOOT)
-            n = machine_vs_clinicians_fitted(sub, machine=machine, on_degenerate="drop").n_items
+            point = machine_vs_clinicians_fitted(sub, machine=machine, on_degenerate="drop")
             got = cell(comp, machine, row=row)
-            shown[assert_cell_as_ruled(got, direct["icc"], n_shared=n)] += 1
+            shown[assert_cell_as_ruled(got, direct["icc"], n_shared=point.n_items)] += 1
             assert got["ci_method"] == analysis.FITTED_CI_METHOD
             assert got["machine_form"] == MACHINE_FITTED
+            # what the cell's interval mark is decided by (agreement.renderings.table2)
+            assert got["ratings_per_clinician"] == point.ratings_per_clinician
         clin = sub.loc[sub["rater_kind"] == "clinician"]
         # 2 of 5 clinicians per item: the design gives the two-way form (issue 21)
         assert choose_clinician_form(clin).form == TWOWAY

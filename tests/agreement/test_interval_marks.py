@@ -104,7 +104,12 @@ def test_machine_side_marks_follow_the_machine_forms_the_simulation_checked():
     below = record["approximate_below_items"]
     lists = ("incomplete_checked_machine_forms", "incomplete_checked_difference_forms")
     checked = {"intervals": {**record, **{k: [MACHINE_FITTED] for k in lists}}}
-    fitted = {**_cell(below, "incomplete"), "machine_form": MACHINE_FITTED}
+    dense = record["incomplete_machine_min_ratings_per_clinician"]
+    fitted = {
+        **_cell(below, "incomplete"),
+        "machine_form": MACHINE_FITTED,
+        "ratings_per_clinician": dense,
+    }
     difference = {**fitted, "machine_icc": 0.7, "clinician_icc": 0.6, "clinician_form": TWOWAY}
     assert approximate_note(fitted, checked) is None
     assert approximate_note(difference, checked) is None
@@ -117,14 +122,26 @@ def test_machine_side_marks_follow_the_machine_forms_the_simulation_checked():
     assert approximate_note(difference, older) == record["approximate_incomplete_note"]
 
 
-def test_the_shipped_lists_keep_the_mark_on_the_fitted_machine_side():
-    # what the bench found (bench/README.md): the fitted machine ICC(3,2) covered 97.5% and
-    # the fitted difference 98.0% in one design each (2 of 29 clinicians per item), more
-    # than 1.5 points above nominal: both keep the incomplete-design mark
+def test_a_fitted_machine_cell_is_marked_where_its_clinicians_rated_fewer_items_than_checked():
+    # what the bench found (bench/README.md, issue 21): the fitted machine ICC(3,2) and
+    # interval alpha covered within 1.5 points where the clinicians rated 13.8 items each or
+    # more (2 of 29 on 200 items; 2 of 6), 97.3% with 6.9 each (2 of 29 on 100 items); the
+    # fitted difference covered in every design simulated
     method = {"intervals": Settings().interval_record()}
     record = method["intervals"]
+    least = record["incomplete_machine_min_ratings_per_clinician"]
+    assert least == 2 * 200 / 29
     fitted = {**_cell(record["approximate_below_items"], "incomplete")}
     fitted["machine_form"] = MACHINE_FITTED
-    difference = {**fitted, "machine_icc": 0.7, "clinician_icc": 0.6, "clinician_form": TWOWAY}
+    sparse = {**fitted, "ratings_per_clinician": 2 * 100 / 29}
+    assert approximate_note(sparse, method) == record["approximate_sparse_note"]
+    assert "fewer than 13.8 items each" in record["approximate_sparse_note"]
+    assert approximate_note({**fitted, "ratings_per_clinician": least}, method) is None
+    assert approximate_note({**fitted, "ratings_per_clinician": 2 * 100 / 6}, method) is None
+    # a cell that does not say how many items its clinicians rated keeps the general mark
     assert approximate_note(fitted, method) == record["approximate_incomplete_note"]
-    assert approximate_note(difference, method) == record["approximate_incomplete_note"]
+    difference = {**sparse, "machine_icc": 0.7, "clinician_icc": 0.6, "clinician_form": TWOWAY}
+    assert approximate_note(difference, method) is None
+    # the z-scored side was never checked on an incomplete design
+    zscored = {**sparse, "ratings_per_clinician": 50.0, "machine_form": MACHINE_ZSCORED}
+    assert approximate_note(zscored, method) == record["approximate_incomplete_note"]

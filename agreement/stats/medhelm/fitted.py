@@ -89,6 +89,10 @@ class FittedMachine:
         self._first_rater = np.argmax(rated > 0, axis=1)  # an item's clinicians share a set
         self._y = np.nan_to_num(y)
         self.n_items = int(self._use.sum())
+        # how many of the machine's items a kept clinician rated, on average: what decides
+        # how well each clinician's offset is fitted (and whether the interval's coverage
+        # was checked, agreement.analysis.settings)
+        self.ratings_per_clinician = float((rated * self._use[:, None]).sum() / self.n_clinicians)
         if self.n_items < 2:
             raise ValueError(f"fewer than 2 study items scored by machine {machine!r}")
         self._last: tuple[np.ndarray, dict[str, np.ndarray]] | None = None
@@ -218,6 +222,7 @@ class FittedMachineAgreement:
     n_items: int
     n_clinicians: int
     dropped_raters: tuple[object, ...]
+    ratings_per_clinician: float  # items of the machine's a kept clinician rated, on average
     form: str = "ICC(C,k), k=2 (= ICC(3,2)) of the clinicians' mean and the machine, clinician offsets fitted"
 
 
@@ -233,6 +238,7 @@ def machine_vs_clinicians_fitted(
         n_items=core.n_items,
         n_clinicians=core.n_clinicians,
         dropped_raters=core.dropped_raters,
+        ratings_per_clinician=core.ratings_per_clinician,
     )
 
 

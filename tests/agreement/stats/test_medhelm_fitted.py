@@ -38,6 +38,17 @@ def test_clinician_terms_equal_the_two_way_fit() -> None:
         (single.icc, single.ci_low, single.ci_high)
     )
     assert fitted.n_items == 120 and fitted.n_clinicians == 8
+    # 120 items x 2 ratings over 8 clinicians: what decides the cell's mark
+    assert fitted.ratings_per_clinician == pytest.approx(2 * 120 / 8)
+
+
+def test_ratings_per_clinician_counts_the_machines_items_and_the_kept_clinicians() -> None:
+    x, machine = _study(Design(100, 29, 2), seed=7)
+    machine[:10] = np.nan  # items the machine did not score do not count
+    fitted = machine_vs_clinicians_fitted(score_table(x, machine), machine=MACHINE)
+    rated = ~np.isnan(x[10:])
+    assert fitted.n_items == 90
+    assert fitted.ratings_per_clinician == pytest.approx(rated.sum() / fitted.n_clinicians)
 
 
 def test_clinician_offsets_and_machine_scale_do_not_change_it() -> None:
