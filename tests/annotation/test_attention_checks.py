@@ -17,6 +17,7 @@ from annotation import services
 from annotation.errors import AnnotationError
 from annotation.models import Assignment, AttentionCheck, AuditEvent, Item, RubricCriterion
 from annotation.selectors import check_results
+from tests.annotation.item_list import assert_search_narrows_and_link_preselects
 from tests.factories import FULL_ANSWERS, make_study_with_members
 
 pytestmark = pytest.mark.django_db
@@ -247,14 +248,7 @@ def test_the_coordinator_chooses_the_check_from_a_list_the_server_still_checks(c
     assert select.count("<option value=") == study.items.count()  # "" and all but one
     assert f"{study.items.count() - 1} items listed." in page
 
-    narrowed = client.get(url, {"q": fresh.external_id}).content.decode()
-    assert narrowed.split("</select>")[0].count("<option value=") == 2
-    assert f"1 item matching “{fresh.external_id}” listed." in narrowed
-    linked = client.get(url, {"item": fresh.pk}).content.decode()
-    assert f'<option value="{fresh.pk}" selected>' in linked
-    for bad in ("²", "abc", "9" * 30):
-        odd = client.get(url, {"item": bad})
-        assert odd.status_code == 200 and '<option value="" selected>' in odd.content.decode()
+    assert_search_narrows_and_link_preselects(client, url, fresh)
 
     refused = client.post(url, {"item": calibration.pk, "low-accuracy": "4"})
     assert refused.status_code == 400

@@ -24,6 +24,7 @@ from annotation.models import (
     items_to_rate,
 )
 from medhelm_site.accounts.services import create_token
+from tests.annotation.item_list import assert_search_narrows_and_link_preselects
 from tests.factories import FULL_ANSWERS, make_study_with_members
 
 pytestmark = pytest.mark.django_db
@@ -304,17 +305,7 @@ def test_the_coordinator_chooses_the_item_from_a_list_the_server_still_checks(cl
     )
     assert f'value="{rated.pk}"' not in select  # being rated: the service would refuse it
     assert select.count("<option value=") == study.items.count()  # "" and all but one
-    narrowed = client.get(url, {"q": fresh.external_id}).content.decode()
-    assert narrowed.split("</select>")[0].count("<option value=") == 2
-    assert f"1 item matching “{fresh.external_id}” listed." in narrowed
-
-    # the item page's link preselects its item; an address naming no valid id selects none
-    linked = client.get(url, {"item": fresh.pk}).content.decode()
-    assert f'<option value="{fresh.pk}" selected>' in linked
-    for bad in ("²", "abc", "9" * 30):
-        odd = client.get(url, {"item": bad})
-        assert odd.status_code == 200 and " selected>" in odd.content.decode()
-        assert '<option value="" selected>' in odd.content.decode()
+    assert_search_narrows_and_link_preselects(client, url, fresh)
 
     other = make_study_with_members(n_items=1, name="Other").study.items.get()
     refused = client.post(url, {"item": other.pk, "ref-accuracy": "4"})
