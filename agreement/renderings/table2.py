@@ -131,6 +131,11 @@ def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | N
         return None
     if float(n) < float(below):
         return str(record.get("approximate_note"))
+    # a difference on a complete design needs more items (not in reports made before it)
+    diff_below = record.get("difference_approximate_below_items")
+    complete_difference = is_difference(c) and c.get("design") == "complete"
+    if complete_difference and finite(diff_below) and float(n) < float(diff_below):
+        return str(record.get("difference_approximate_note"))
     incomplete = record.get("approximate_incomplete_note")  # not in reports made before it
     # forms whose interval the simulation found covering on incomplete designs too
     checked = record.get("incomplete_checked_forms") or ()

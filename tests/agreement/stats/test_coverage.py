@@ -165,15 +165,17 @@ def test_every_form_has_a_method_and_small_designs_are_marked_approximate() -> N
         "ICC(C,k)",
     }
     x = _studies(Design(40, 3, 3), 1, seed=27)[0]
-    small = icc_interval(pd.DataFrame(x), form="ICC(2,1)")
+    small = icc_interval(pd.DataFrame(x[:25]), form="ICC(2,1)")
     assert small.form == "ICC(A,1)" and small.approximate
-    assert "40 items" in (small.approximate_reason or "")
+    assert "25 items" in (small.approximate_reason or "")
+    assert not icc_interval(pd.DataFrame(x[:30]), form="ICC(2,1)").approximate
     assert "F interval" in small.method_text
     assert not icc_interval(x, form="ICC(1,1)").approximate  # exact under its model
     boot = icc_interval(np.vstack([x, x[:20]]), form="ICC(C,1)", n_resamples=50, seed=1)
     assert boot.method == "item_bootstrap_bca" and "60 items" in (boot.approximate_reason or "")
     assert approximate_reason(MIN_ITEMS_CHECKED) is None
-    assert approximate_reason(50, "f_mcgraw_wong") is None
+    assert approximate_reason(30, "f_mcgraw_wong") is None
+    assert approximate_reason(29, "f_mcgraw_wong") is not None
 
 
 def test_tally_counts_an_undefined_interval_as_not_covering() -> None:
