@@ -150,20 +150,18 @@ def approximate_note(c: Mapping[str, Any], method: Mapping[str, Any]) -> str | N
 
 
 def _sparse_note(c: Mapping[str, Any], record: Mapping[str, Any]) -> str | None:
-    """A checked machine cell's note: none where its clinicians rated as many items each as
-    the simulation checked, the sparse-design note where fewer (or where the cell does not
-    say how many)."""
+    """A checked (fitted) machine cell's note: none where its clinicians rated as many items
+    each as the simulation checked, the sparse-design note where fewer, the general
+    incomplete-design note where the cell does not say how many."""
     least, per = (
         record.get("incomplete_machine_min_ratings_per_clinician"),
         c.get("ratings_per_clinician"),
     )
-    if c.get("design") != "incomplete" or not finite(least):
+    if not finite(least):
         return None
-    if finite(per) and float(per) >= float(least):
-        return None
-    if not finite(per):  # a cell that does not say: the general mark
+    if not finite(per):
         return str(record.get("approximate_incomplete_note"))
-    return str(record.get("approximate_sparse_note"))
+    return None if float(per) >= float(least) else str(record.get("approximate_sparse_note"))
 
 
 def form_note(c: Mapping[str, Any]) -> str | None:

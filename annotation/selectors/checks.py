@@ -151,10 +151,7 @@ def check_item_choices(
     """The items clinicians are dealt (the draw's, never a calibration item: the others the
     service refuses), attention checks among them said so, as the attention-checks page's
     item list (selectors.item_choices: search, `include`)."""
-    marked = dict.fromkeys(
-        AttentionCheck.objects.filter(item__study=study).values_list("item_id", flat=True),
-        "attention check",
-    )
+    marked = dict.fromkeys(attention_check_item_ids(study=study), "attention check")
     return item_choices(
         study=study, items=items_to_rate(study), query=query, include=include, marked=marked
     )
