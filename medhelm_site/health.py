@@ -3,13 +3,21 @@
 /healthz answers 200 while the process serves requests; it touches nothing else.
 /readyz checks what a request may need: the database (a query), the Celery broker (a
 connection) and the Celery workers (a broadcast ping, or a task round trip on a broker
-without broadcast, waiting settings.MEDHELM_READYZ_PING_TIMEOUT seconds for answers). It answers 200 when every check
-passes, else 503, with a JSON body naming each check. Neither shows a secret: a failure is
-named by its exception's class, never its message (which can hold a URL with a password).
+without broadcast, waiting settings.MEDHELM_READYZ_PING_TIMEOUT seconds for answers). It answers
+200 when every check passes, else 503, with a JSON body naming each check. Neither shows a
+secret: a failure is named by its exception's class, never its message (which can hold a URL
+with a password).
+
+/readyz is unauthenticated, and its worker check sends a message through the broker (a task on
+the embedded broker) and waits for it: so one answer serves every caller for
+settings.MEDHELM_READYZ_CACHE_SECONDS, and callers arriving while the checks run wait for
+that run instead of starting their own. A flood of probes costs the broker one round of
+checks per window and web process, not one per request.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -98,12 +106,40 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+#: The clock the readiness window is measured on (a test moves it).
+clock: Callable[[], float] = time.monotonic
+_readiness_lock = threading.Lock()
+_last_readiness: tuple[float, dict[str, Any]] | None = None
+
+
+def forget_readiness() -> None:
+    """Drop the remembered answer: the next /readyz runs the checks."""
+    global _last_readiness
+    with _readiness_lock:
+        _last_readiness = None
+
+
+def readiness() -> dict[str, Any]:
+    """Every check's answer, run at most once per MEDHELM_READYZ_CACHE_SECONDS in this
+    process; `age_s` says how old the answer is."""
+    global _last_readiness
+    window = settings.MEDHELM_READYZ_CACHE_SECONDS
+    with _readiness_lock:
+        now = clock()
+        if _last_readiness is not None and now - _last_readiness[0] < window:
+            checked_at, checks = _last_readiness
+            return {"checks": checks, "age_s": round(now - checked_at, 3)}
+        checks = {name: run_check(check) for name, check in CHECKS.items()}
+        _last_readiness = (clock(), checks)
+        return {"checks": checks, "age_s": 0.0}
+
+
 @never_cache
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
-    checks = {name: run_check(check) for name, check in CHECKS.items()}
-    ready = all(answer["ok"] for answer in checks.values())
+    answer = readiness()
+    ready = all(check["ok"] for check in answer["checks"].values())
     return JsonResponse(
-        {"status": "ok" if ready else "unavailable", "checks": checks},
+        {"status": "ok" if ready else "unavailable", **answer},
         status=200 if ready else 503,
     )

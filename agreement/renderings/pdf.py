@@ -49,10 +49,13 @@ def html_pdf(
     besides data: URLs. Raises PdfFetchError when the HTML names a URL that is not given."""
     fetcher = _GivenFilesOnly(files or {})
     document = HTML(string=html, base_url=BASE_URL, url_fetcher=fetcher).render()
+    document.metadata.title = title
+    document.metadata.generator = "medhelm-studio"
+    # Checked once the PDF is written, not after layout: an inline SVG's <image> is fetched
+    # while the page is drawn, and WeasyPrint leaves a refused one out without raising.
+    pdf = document.write_pdf()
     if fetcher.refused:
         raise PdfFetchError(
             "The report PDF names files it was not given: " + ", ".join(fetcher.refused[:5])
         )
-    document.metadata.title = title
-    document.metadata.generator = "medhelm-studio"
-    return document.write_pdf()
+    return pdf

@@ -54,6 +54,9 @@ LOGGING = {
 CELERY_WORKER_HIJACK_ROOT_LOGGER = MEDHELM_LOG_FORMAT != "json"
 # /readyz asks the Celery workers for a ping and waits this long for the answers.
 MEDHELM_READYZ_PING_TIMEOUT = float(os.environ.get("MEDHELM_READYZ_PING_TIMEOUT", "1.0"))
+# /readyz is unauthenticated and its worker check goes through the broker: one answer serves
+# every caller of a web process for this many seconds (0: check on every request).
+MEDHELM_READYZ_CACHE_SECONDS = float(os.environ.get("MEDHELM_READYZ_CACHE_SECONDS", "3.0"))
 # Load balancers probe over plain HTTP: the probes are not redirected to HTTPS.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 # ---- end logs, health and readiness ---------------------------------------------------------

@@ -65,6 +65,24 @@ def test_an_api_body_nested_too_deeply_is_a_400(depth, endpoint):
     assert "JSON nested too deeply" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("endpoint", ["login", "draft"])
+def test_an_api_body_over_the_memory_limit_is_refused_before_it_is_parsed(endpoint, settings):
+    # DRF before 3.17.2 parsed JSON from the raw stream, past DATA_UPLOAD_MAX_MEMORY_SIZE
+    setup = make_study_with_members()
+    assignment = Assignment.objects.filter(clinician=setup.clinicians[0]).first()
+    user, url = {
+        "login": (None, "/api/auth/login/"),
+        "draft": (setup.clinicians[0], f"/api/assignments/{assignment_ref(assignment)}/draft/"),
+    }[endpoint]
+    client = _json_client(user) if user else Client(raise_request_exception=False)
+    body = json.dumps({"username": "u", "password": "p", "answers": {"note": "x" * 3_000_000}})
+    assert len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    response = client.post(url, body, content_type="application/json")
+    assert response.status_code in (400, 413), response.content[:300]
+    assert b"credentials" not in response.content.lower()
+    assert "x" * 1000 not in response.content.decode(errors="replace")
+
+
 def test_the_closing_pages_beacon_nested_too_deeply_is_a_400():
     # A closing rating page sends its draft as a form field holding JSON.
     setup = make_study_with_members()

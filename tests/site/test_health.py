@@ -14,8 +14,35 @@ from django.db import OperationalError, connection
 
 from medhelm_site import health
 from tests.support.celery_worker import running_worker
+from tests.support.threads import run_at_once
 
 CLOSED_PORT_BROKER = "redis://:broker-password-not-to-show@127.0.0.1:1/0"
+
+
+@pytest.fixture(autouse=True)
+def fresh_readiness():
+    """Each test starts without a remembered /readyz answer (it is per process)."""
+    health.forget_readiness()
+    yield
+    health.forget_readiness()
+
+
+@pytest.fixture
+def counted_checks(monkeypatch):
+    """The real checks, each counting how often it ran."""
+    runs = dict.fromkeys(health.CHECKS, 0)
+
+    def counting(name, check):
+        def run():
+            runs[name] += 1
+            return check()
+
+        return run
+
+    monkeypatch.setattr(
+        health, "CHECKS", {name: counting(name, check) for name, check in health.CHECKS.items()}
+    )
+    return runs
 
 
 def test_healthz_answers_without_a_login_or_the_database(client):
@@ -83,6 +110,7 @@ def test_readyz_with_the_database_down_is_503_naming_the_error_class(client, mon
 @pytest.mark.django_db(transaction=True)
 def test_readyz_with_a_real_worker_is_200(client, tmp_path, settings):
     settings.MEDHELM_READYZ_PING_TIMEOUT = 2.0
+    settings.MEDHELM_READYZ_CACHE_SECONDS = 0  # every request checks again
     log = tmp_path / "worker.log"
     with running_worker(
         broker_url=settings.CELERY_BROKER_URL,
@@ -112,3 +140,44 @@ def test_probes_over_plain_http_are_not_redirected_to_https(client, settings):
     assert client.get("/healthz").status_code == 200
     # a page is redirected, the probes are exempt
     assert client.get("/accounts/login/").status_code == 301
+
+
+@pytest.mark.django_db
+def test_readyz_answers_a_flood_of_probes_with_one_round_of_checks(
+    client, counted_checks, settings, monkeypatch
+):
+    # unauthenticated: each round sends a message through the broker (a task on the
+    # embedded one) and waits up to the ping timeout for a worker
+    settings.MEDHELM_READYZ_CACHE_SECONDS = 3.0
+    now = [1000.0]
+    monkeypatch.setattr(health, "clock", lambda: now[0])
+    first = client.get("/readyz")
+    assert first.status_code == 503 and first.json()["age_s"] == 0.0
+    for _ in range(20):
+        now[0] += 0.1
+        again = client.get("/readyz")
+        assert again.status_code == 503
+        assert again.json()["checks"] == first.json()["checks"]
+    assert again.json()["age_s"] == pytest.approx(2.0)
+    assert counted_checks == {"database": 1, "broker": 1, "workers": 1}
+    # once the window has passed, the next probe checks again
+    now[0] += 1.0
+    assert client.get("/readyz").json()["age_s"] == 0.0
+    assert counted_checks == {"database": 2, "broker": 2, "workers": 2}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_probes_arriving_while_the_checks_run_wait_for_that_round(counted_checks, settings):
+    settings.MEDHELM_READYZ_CACHE_SECONDS = 60.0
+    answers = run_at_once(health.readiness, threads=8)
+    assert len(answers) == 8
+    assert counted_checks["workers"] == 1
+    assert len({id(answer["checks"]) for answer in answers}) == 1
+
+
+@pytest.mark.django_db
+def test_a_zero_window_checks_on_every_probe(client, counted_checks, settings):
+    settings.MEDHELM_READYZ_CACHE_SECONDS = 0
+    for _ in range(3):
+        client.get("/readyz")
+    assert counted_checks["workers"] == 3

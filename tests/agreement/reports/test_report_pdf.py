@@ -95,3 +95,21 @@ def test_the_pdf_reads_the_figure_files_it_is_given_and_nothing_else(tmp_path):
     for src in ("/studies/1/agreement/2/figures/forest.svg", f"file://{secret}"):
         with pytest.raises(PdfFetchError, match="names files it was not given"):
             html_pdf(f'<img src="{src}" alt="x">', title="t", files=given)
+
+
+@pytest.mark.parametrize("attribute", ["href", "xlink:href"])
+def test_an_inline_svg_image_outside_the_report_stops_the_pdf(tmp_path, attribute):
+    # an inline SVG's <image> is fetched while the page is drawn, after layout
+    secret = tmp_path / "secret.svg"
+    secret.write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40">'
+        '<text x="5" y="20">top secret drawing</text></svg>'
+    )
+    for src in (f"file://{secret}", "https://example.invalid/figure.png"):
+        html = (
+            '<p>Before</p><svg xmlns="http://www.w3.org/2000/svg" '
+            'xmlns:xlink="http://www.w3.org/1999/xlink" width="100" height="100">'
+            f'<image {attribute}="{src}" width="50" height="50"/></svg>'
+        )
+        with pytest.raises(PdfFetchError, match="names files it was not given"):
+            html_pdf(html, title="t")
