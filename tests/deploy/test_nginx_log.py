@@ -19,8 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.support.deploy import DEPLOY, unavailable
+from tests.support.deploy import DEPLOY
 from tests.support.reverse_proxy import Proxy, nginx_binary, running_nginx
+from tests.support.unavailable import unavailable
 
 CONFIG = DEPLOY / "nginx.conf"
 # nginx variables holding a query string or a whole URL: none may reach a log format

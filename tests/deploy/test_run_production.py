@@ -38,12 +38,12 @@ from tests.support.deploy import (
     production_env,
     redis_database,
     scratch_database,
-    unavailable,
 )
 from tests.support.oidc_provider.server import ProviderUser, RunningProvider, running_provider
 from tests.support.processes import child_pids
 from tests.support.reverse_proxy import Proxy, nginx_binary, running_nginx
 from tests.support.settings_variables import variables_read
+from tests.support.unavailable import unavailable
 
 pytestmark = [
     pytest.mark.postgres,

