@@ -34,13 +34,15 @@ from annotation.models import RatingStudy
 logger = logging.getLogger(__name__)
 
 SIMULATE_DESIGN_TASK = "agreement.simulate_design"
-#: A queued simulation no worker has started after this many seconds is reported as lost.
-WAITING_TOO_LONG_SECONDS = 300
 #: The task's soft time limit: past it the simulation stops and reads as failed. The largest
 #: simulation the planner allows takes well under it (bench/README.md, bench_plan.py); the
 #: hard limit ends a worker process that did not stop.
 SIMULATION_TIME_LIMIT_SECONDS = 300
 SIMULATION_HARD_TIME_LIMIT_SECONDS = SIMULATION_TIME_LIMIT_SECONDS + 30
+#: A queued simulation no worker has started after this many seconds is reported as lost:
+#: longer than two simulations at their time limit, so that one waiting behind others on a
+#: busy planning worker is not.
+WAITING_TOO_LONG_SECONDS = 900
 #: A running simulation looks at most this often whether it was cancelled (a database read).
 CANCEL_CHECK_SECONDS = 1.0
 
