@@ -39,8 +39,8 @@ MEDHELM_PAIRS = "MedHELM pairs"
 #: The most work one simulation may ask for, as simulated studies x items x raters in the
 #: study (R): each simulated study draws every item's raters from the R (an items x R array),
 #: so its time and memory grow with that product. MedHELM's clinician pairs cost far more per
-#: rating (an ICC per pair of clinicians), hence their own limit. At each limit the slowest
-#: design measured takes about a minute of one core (bench/README.md, bench_plan.py).
+#: rating (an ICC per pair of clinicians), hence their own limit. At the limits the slowest
+#: designs measured took 14 s (ICC forms) and 89 s (pairs) of one core (bench/README.md).
 MAX_STUDIES_ITEMS_RATERS = {"ICC": 100_000_000, MEDHELM_PAIRS: 2_000_000}
 
 
