@@ -116,3 +116,43 @@ class ReportRendering(models.Model):
 
     def __str__(self) -> str:
         return f"{self.snapshot_id}:{self.kind}"
+
+
+class PlanningSimulation(models.Model):
+    """A design simulation queued for a worker (agreement.services.planning): the study and
+    the user it belongs to, so that its task id is read back only within that study, and the
+    one slot each user has for a simulation, held until it ends, fails or is cancelled (the
+    open row: no ``ended_at``). Its result stays in Celery's result backend."""
+
+    class Outcome(models.TextChoices):
+        FINISHED = "finished", "Finished"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+        LOST = "lost", "Lost"
+
+    task_id = models.CharField(max_length=64, unique=True)
+    study = models.ForeignKey(
+        RatingStudy, on_delete=models.CASCADE, related_name="planning_simulations"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    spec = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["requested_by"],
+                condition=models.Q(ended_at__isnull=True),
+                name="one_open_simulation_per_user",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"simulation {self.task_id} ({self.outcome or 'open'})"

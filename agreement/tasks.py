@@ -5,10 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from celery.exceptions import Ignore
 from django.db import InterfaceError, OperationalError
 
 from agreement.services.jobs import COMPUTE_REPORT_TASK, run_report_job
-from agreement.services.planning import SIMULATE_DESIGN_TASK, run_simulation
+from agreement.services.simulations import (
+    SIMULATE_DESIGN_TASK,
+    SIMULATION_HARD_TIME_LIMIT_SECONDS,
+    SIMULATION_TIME_LIMIT_SECONDS,
+    run_queued_simulation,
+)
 from agreement.services.watch import REFRESH_WATCH_TASK, refresh_watch
 from agreement.stats.planning_sim import DesignSpec
 
@@ -24,17 +30,31 @@ def compute_report(self, job_id: int) -> dict[str, object]:
     return {"job": job_id, "status": job.status, "snapshot": job.snapshot_id}
 
 
-@shared_task(name=SIMULATE_DESIGN_TASK, bind=True)
+@shared_task(
+    name=SIMULATE_DESIGN_TASK,
+    bind=True,
+    soft_time_limit=SIMULATION_TIME_LIMIT_SECONDS,
+    time_limit=SIMULATION_HARD_TIME_LIMIT_SECONDS,
+    # A simulation whose worker died (or was terminated by a cancel) is not delivered again:
+    # its user sees it failed and may run it again, rather than a loop of heavy retries.
+    reject_on_worker_lost=False,
+)
 def simulate_design_task(self, study_id: int, spec: dict[str, Any]) -> dict[str, Any]:
-    """Simulate a planned design (agreement.services.planning), reporting progress as the
-    PROGRESS state with done/total. Pure computation on its arguments: safe to run twice."""
+    """Simulate a planned design (agreement.services.simulations), reporting progress as the
+    PROGRESS state with done/total. Pure computation on its arguments: safe to run twice. A
+    simulation cancelled, reported lost or never queued as one is not run (IGNORED)."""
 
     def progress(done: int, total: int) -> None:
         self.update_state(
             state="PROGRESS", meta={"study_id": study_id, "done": done, "total": total}
         )
 
-    return run_simulation(DesignSpec(**spec), study_id=study_id, progress=progress)
+    result = run_queued_simulation(
+        task_id=self.request.id, study_id=study_id, spec=DesignSpec(**spec), progress=progress
+    )
+    if result is None:
+        raise Ignore()
+    return result
 
 
 @shared_task(name=REFRESH_WATCH_TASK, acks_late=True)

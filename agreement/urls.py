@@ -34,6 +34,11 @@ urlpatterns = [
         planning_views.plan_simulation_status,
         name="plan-simulation-status",
     ),
+    path(
+        "plan/simulations/<str:task_id>/cancel/",
+        planning_views.plan_simulation_cancel,
+        name="plan-simulation-cancel",
+    ),
 ]
 
 api_urlpatterns = [

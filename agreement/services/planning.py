@@ -1,10 +1,8 @@
 """Planning a rating study: the sample-size questions (answered at once, pure arithmetic) and
-the design simulation (in a Celery worker, with progress, or here when
-settings.AGREEMENT_REPORTS_IN_BACKGROUND is off). Nothing is written to the database: a plan
-is a computation on its inputs, which the page keeps in its URL.
-
-A queued simulation is read back by its Celery task id, and only within the study that asked
-for it (the id and the study travel together in the task's progress and result)."""
+the design simulation, run here (the command, or the page when
+settings.AGREEMENT_REPORTS_IN_BACKGROUND is off) or queued for a worker
+(agreement.services.simulations). A plan writes nothing: the page keeps a sample-size
+question's inputs in its URL."""
 
 from __future__ import annotations
 
@@ -13,10 +11,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from celery import current_app
-from celery.result import AsyncResult
-from django.conf import settings
 
 from agreement.stats.planning import (
     SampleSize,
@@ -29,9 +23,8 @@ from agreement.stats.planning import (
 )
 from agreement.stats.planning_sim import DesignSpec, simulate_design, validate
 
-SIMULATE_DESIGN_TASK = "agreement.simulate_design"
-#: A queued simulation no worker has started after this many seconds is reported as such.
-WAITING_TOO_LONG_SECONDS = 300
+#: The worker's progress (the PROGRESS state) is written every this many simulated studies.
+PROGRESS_EVERY_STUDIES = 50
 
 
 @dataclass(frozen=True)
@@ -129,55 +122,16 @@ def design_spec(data: Mapping[str, Any]) -> DesignSpec:
 
 
 def run_simulation(
-    spec: DesignSpec, *, study_id: int, progress: Callable[[int, int], None] | None = None
+    spec: DesignSpec,
+    *,
+    study_id: int,
+    progress: Callable[[int, int], None] | None = None,
+    progress_every: int = PROGRESS_EVERY_STUDIES,
 ) -> dict[str, Any]:
     """Simulate and return a JSON-able result, with the study it belongs to and its runtime."""
     started = time.perf_counter()
-    result = simulate_design(spec, progress=progress)
+    result = simulate_design(spec, progress=progress, progress_every=progress_every)
     out = result.as_dict()
     out["study_id"] = study_id
     out["seconds"] = round(time.perf_counter() - started, 3)
     return out
-
-
-def start_simulation(
-    *, study_id: int, spec: DesignSpec, background: bool | None = None
-) -> tuple[str | None, dict[str, Any] | None]:
-    """Queue the simulation (task id, None) or run it here (None, result)."""
-    if background is None:
-        background = settings.AGREEMENT_REPORTS_IN_BACKGROUND
-    if not background:
-        return None, run_simulation(spec, study_id=study_id)
-    task = current_app.send_task(
-        SIMULATE_DESIGN_TASK, kwargs={"study_id": study_id, "spec": spec.__dict__.copy()}
-    )
-    return task.id, None
-
-
-def simulation_status(*, study_id: int, task_id: str, queued_at: float | None) -> dict[str, Any]:
-    """Where a queued simulation is: waiting, running (done/total), finished (result), failed
-    (reason), or lost (no worker took it). A task of another study reads as unknown."""
-    result = AsyncResult(task_id, app=current_app)
-    state = result.state
-    if state == "SUCCESS":
-        value = result.result
-        if not isinstance(value, dict) or value.get("study_id") != study_id:
-            return {"state": "unknown"}
-        return {"state": "finished", "result": value}
-    if state == "FAILURE":
-        return {"state": "failed", "reason": f"{type(result.result).__name__}: {result.result}"}
-    if state == "PROGRESS":
-        meta = result.info if isinstance(result.info, dict) else {}
-        if meta.get("study_id") != study_id:
-            return {"state": "unknown"}
-        return {"state": "running", "done": meta.get("done", 0), "total": meta.get("total")}
-    if state == "STARTED":
-        return {"state": "running", "done": 0, "total": None}
-    waited = time.time() - queued_at if queued_at else 0.0
-    if waited > WAITING_TOO_LONG_SECONDS:
-        return {
-            "state": "lost",
-            "reason": f"no worker has started it in {waited / 60:.0f} minutes: is a Celery "
-            "worker running? Run the simulation again once one is.",
-        }
-    return {"state": "waiting"}

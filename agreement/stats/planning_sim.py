@@ -31,11 +31,17 @@ from .icc_oneway import icc_oneway_unbalanced
 from .medhelm import clinician_pairwise
 from .planning import PlanningInputError
 
-#: Upper bounds that keep one simulation within seconds (the page and the task share them).
+#: Upper bounds on one simulation's inputs (the page, the command and the task share them).
 MAX_STUDIES = 5000
 MAX_RATINGS_PER_STUDY = 200_000
 ONE_WAY_FORMS = ("ICC(1,1)", "ICC(1,k)")
 MEDHELM_PAIRS = "MedHELM pairs"
+#: The most work one simulation may ask for, as simulated studies x items x raters in the
+#: study (R): each simulated study draws every item's raters from the R (an items x R array),
+#: so its time and memory grow with that product. MedHELM's clinician pairs cost far more per
+#: rating (an ICC per pair of clinicians), hence their own limit. At the limits the slowest
+#: designs measured took 14 s (ICC forms) and 89 s (pairs) of one core (bench/README.md).
+MAX_STUDIES_ITEMS_RATERS = {"ICC": 100_000_000, MEDHELM_PAIRS: 2_000_000}
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,7 @@ def validate(spec: DesignSpec) -> str:
             raise PlanningInputError(
                 "raters_per_item", "MedHELM's clinician pairs need exactly 2 raters per item"
             )
+        _check_work(spec, MEDHELM_PAIRS)
         return MEDHELM_PAIRS
     try:
         form = canonical_form(spec.form)
@@ -135,7 +142,21 @@ def validate(spec: DesignSpec) -> str:
             f"{spec.n_raters} raters) has an interval only for {' or '.join(ONE_WAY_FORMS)} "
             f"(or use {MEDHELM_PAIRS!r})",
         )
+    _check_work(spec, "ICC")
     return form
+
+
+def _check_work(spec: DesignSpec, estimator: str) -> None:
+    limit = MAX_STUDIES_ITEMS_RATERS[estimator]
+    work = spec.n_studies * spec.n_items * spec.n_raters
+    if work > limit:
+        raise PlanningInputError(
+            "n_studies",
+            f"studies x items x raters = {spec.n_studies:,} x {spec.n_items:,} x "
+            f"{spec.n_raters:,} = {work:,} is over the limit of {limit:,} for "
+            f"{'the ICC forms' if estimator == 'ICC' else MEDHELM_PAIRS} "
+            "(MAX_STUDIES_ITEMS_RATERS): simulate fewer studies, items or raters",
+        )
 
 
 def true_icc(spec: DesignSpec, form: str) -> float:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The production layout of docs/deployment.md on one machine, from its documented commands:
-# migrate, collectstatic, gunicorn (WEB_WORKERS processes), two Celery workers (the default
-# and metrics queues; the jury queue) and Celery beat, against the PostgreSQL and Redis
+# migrate, collectstatic, gunicorn (WEB_WORKERS processes), three Celery workers (the default
+# and metrics queues; the jury queue; the planning queue) and Celery beat, against the PostgreSQL and Redis
 # named in the environment. Runs in the foreground; SIGTERM or Ctrl-C stops every process
 # (gunicorn and the workers finish their requests and tasks first). If one process exits
 # on its own, the others are stopped and the script exits 1 naming it.
@@ -87,6 +87,8 @@ start worker-default "${celery[@]}" worker --loglevel INFO --queues celery,metri
   --concurrency "$WORKER_CONCURRENCY" --hostname "default@%h"
 start worker-jury "${celery[@]}" worker --loglevel INFO --queues jury \
   --concurrency "$WORKER_CONCURRENCY" --hostname "jury@%h"
+start worker-planning "${celery[@]}" worker --loglevel INFO --queues planning \
+  --concurrency "$WORKER_CONCURRENCY" --hostname "planning@%h"
 start beat "${celery[@]}" beat --loglevel INFO \
   --schedule "$MEDHELM_DATA_DIR/celerybeat-schedule"
 start web "$PYTHON" -m gunicorn medhelm_site.wsgi:application --bind "$BIND" \

@@ -96,23 +96,27 @@ MEDHELM_DEMO_LOADERS = ["load_demo", "load_demo_jury", "load_demo_delphi"]
 
 # Celery queues. Judge calls take seconds to minutes each and a run sends thousands; the
 # automatic metrics take seconds for a whole study: each has its own queue, so that a worker
-# can serve the metrics while others work through the jury. Imports and everything else use
-# the default queue. A worker started without --queues consumes every queue declared here; a
+# can serve the metrics while others work through the jury. A planning simulation may take
+# minutes of a core: its own queue, so that imports and reports never wait behind one.
+# Imports and everything else use the default queue. A worker started without --queues consumes every queue declared here; a
 # route to an undeclared queue fails when the task is sent (medhelm_site.checks says so at
 # startup), never leaving the task where no worker looks.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = {"celery": {}, "metrics": {}, "jury": {}}
+CELERY_TASK_QUEUES = {"celery": {}, "metrics": {}, "jury": {}, "planning": {}}
 CELERY_TASK_CREATE_MISSING_QUEUES = False
 CELERY_TASK_ROUTES = {
     "jury.compute_metrics": {"queue": "metrics"},
     "jury.execute_judge_call": {"queue": "jury"},
     "jury.execute_judge_calls": {"queue": "jury"},
+    "agreement.simulate_design": {"queue": "planning"},
 }
 # The demo's Celery workers (`manage.py rundemo`): name -> the queues it consumes and its
-# processes. The jury's worker takes the judge calls; the other serves the metrics and the
-# default queue at once, whatever the jury has queued.
+# processes. The jury's worker takes the judge calls; the planning one the simulations (one
+# at a time); the other serves the metrics and the default queue at once, whatever the jury
+# or the planners have queued.
 MEDHELM_DEMO_WORKERS = {
     # The sweep task goes to the default queue ("celery"): beat runs in the worker that takes it.
     "demo": {"queues": ["celery", "metrics"], "concurrency": 1, "beat": True},
     "demo-jury": {"queues": ["jury"], "concurrency": 2},
+    "demo-planning": {"queues": ["planning"], "concurrency": 1},
 }

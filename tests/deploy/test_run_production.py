@@ -56,7 +56,7 @@ pytestmark = [
 # From the script's start: migrate and five processes importing Django (minutes on a busy
 # two-core machine).
 READY_TIMEOUT = 600
-PROCESSES = ("worker-default", "worker-jury", "beat", "web")
+PROCESSES = ("worker-default", "worker-jury", "worker-planning", "beat", "web")
 STUDY_ID = (
     "import json; from annotation.demo import DEMO_STUDY_NAME; "
     "from annotation.models import RatingStudy; "

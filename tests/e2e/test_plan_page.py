@@ -1,6 +1,7 @@
 """The planning page in Chromium: a coordinator opens it from the dashboard, asks how many
 items a precise ICC needs, sees a bad input named under its field, and simulates a design
-(computed in the request here). The page passes axe-core."""
+(computed in the request here, posted), then queues one, follows it and cancels another. The
+page passes axe-core."""
 
 from __future__ import annotations
 
@@ -54,55 +55,54 @@ def test_coordinator_plans_the_sample(live_server, page, settings):
     assert 0 < median < 1
 
 
-def test_a_queued_simulation_shows_progress_then_its_result(
-    live_server, page, settings, monkeypatch
-):
-    # the worker's side is faked in the live server's process (a real worker runs in
-    # tests/agreement/planning/test_simulation_worker.py): the page polls the status and,
-    # once the task has ended, shows the result
-    from types import SimpleNamespace
+def test_a_queued_simulation_shows_progress_then_its_result(live_server, page, settings):
+    # the worker's side is written into the session's real result backend from here (a real
+    # worker runs in tests/agreement/planning/test_simulation_worker.py): the page posts the
+    # simulation, lands on its status page, polls it and, once the task has ended, shows the
+    # result
+    from celery import current_app
 
+    from agreement.models import PlanningSimulation
     from agreement.services import planning
 
     settings.AGREEMENT_REPORTS_IN_BACKGROUND = True
     built = make_study_with_members(n_items=2, n_clinicians=3, k=3)
-    monkeypatch.setattr(
-        planning.current_app, "send_task", lambda name, kwargs: SimpleNamespace(id="t-1")
-    )
-    spec = planning.design_spec(
-        {
-            "item_sd": 1.0,
-            "rater_sd": 0.3,
-            "error_sd": 0.7,
-            "n_items": 40,
-            "raters_per_item": 3,
-            "n_raters": 3,
-            "form": "ICC(1,1)",
-            "confidence": 0.95,
-            "n_studies": 30,
-            "seed": 1,
-        }
-    )
-    result = planning.run_simulation(spec, study_id=built.study.pk)
-    calls = {"n": 0}
-
-    def async_result(task_id, app):
-        calls["n"] += 1
-        if calls["n"] <= 3:
-            meta = {"study_id": built.study.pk, "done": 10 * calls["n"], "total": 30}
-            return SimpleNamespace(state="PROGRESS", info=meta, result=None)
-        return SimpleNamespace(state="SUCCESS", result=result, info=None)
-
-    monkeypatch.setattr(planning, "AsyncResult", async_result)
     log_in(page, live_server, built.coordinator.username)
     page.goto(f"{live_server.url}/studies/{built.study.pk}/agreement/plan/")
     sim = page.get_by_test_id("plan-simulation")
     sim.get_by_label("Raters in the study (R)").fill("3")
     sim.get_by_label("Raters per item (k)").fill("3")
+    sim.get_by_label("Items").fill("40")
+    sim.get_by_label("Simulated studies").fill("30")
     sim.get_by_role("button", name="Simulate").click()
-    page.get_by_role("link", name="follow its progress and see its result").click()
-    expect(page.get_by_test_id("simulation-progress")).to_contain_text("of 30 studies")
+    expect(page.get_by_test_id("simulation-status")).to_have_attribute("data-state", "waiting")
+    record = PlanningSimulation.objects.get(study=built.study)
+    spec = planning.design_spec(record.spec)
+    assert (spec.n_items, spec.raters_per_item, spec.n_studies) == (40, 3, 30)
+    backend = current_app.backend
+    meta = {"study_id": built.study.pk, "done": 10, "total": 30}
+    backend.store_result(record.task_id, meta, "PROGRESS")
+    expect(page.get_by_test_id("simulation-progress")).to_contain_text("10 of 30 studies")
     assert_accessible(page, "a running simulation")
+    result = planning.run_simulation(spec, study_id=built.study.pk)
+    backend.mark_as_done(record.task_id, result)
     expect(page.get_by_test_id("simulation-result")).to_be_visible(timeout=15000)
     expect(page.get_by_test_id("simulation-median")).to_have_text(f"{result['width_median']:.3f}")
     expect(page.get_by_test_id("simulation-status")).to_have_attribute("data-state", "finished")
+
+
+def test_a_queued_simulation_is_cancelled_from_its_page(live_server, page, settings):
+    from agreement.models import PlanningSimulation
+
+    settings.AGREEMENT_REPORTS_IN_BACKGROUND = True
+    built = make_study_with_members(n_items=2, n_clinicians=3, k=3)
+    log_in(page, live_server, built.researcher.username)
+    page.goto(f"{live_server.url}/studies/{built.study.pk}/agreement/plan/")
+    page.get_by_test_id("plan-simulation").get_by_role("button", name="Simulate").click()
+    expect(page.get_by_test_id("simulation-status")).to_have_attribute("data-state", "waiting")
+    page.get_by_role("button", name="Cancel the simulation").click()
+    expect(page.get_by_test_id("simulation-status")).to_have_attribute("data-state", "cancelled")
+    expect(page.get_by_test_id("simulation-cancelled")).to_contain_text("cancelled")
+    expect(page.get_by_role("button", name="Cancel the simulation")).to_have_count(0)
+    assert_accessible(page, "a cancelled simulation")
+    assert PlanningSimulation.objects.get(study=built.study).outcome == "cancelled"

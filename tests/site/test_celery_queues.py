@@ -28,6 +28,7 @@ def test_a_queue_the_demo_workers_leave_out_is_named(settings):
     settings.MEDHELM_DEMO_WORKERS = {
         "demo": {"queues": ["celery"], "concurrency": 1},
         "demo-jury": {"queues": ["jury"], "concurrency": 2},
+        "demo-planning": {"queues": ["planning"], "concurrency": 1},
     }
     [message] = celery_messages()
     assert "'metrics'" in message.msg and "jury.compute_metrics" in message.msg

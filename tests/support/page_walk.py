@@ -71,6 +71,7 @@ LEFT_OUT = {
     "agreement:job-status": "JSON polled by the job page, not a page",
     "agreement:plan-simulation-status": "JSON status of a queued simulation (its page "
     "refreshes itself and is visited), not a page",
+    "agreement:plan-simulation-cancel": "POST only (a button on a queued simulation's page)",
     "agreement:machine-status": "an HTML fragment the report page fetches into its status "
     "panel (checked there, inside the report page)",
     "agreement:figure": "a figure file download (SVG, PDF, PNG), not a page",

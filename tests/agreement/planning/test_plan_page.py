@@ -1,16 +1,19 @@
 """The planning page: who may open it, each question's answer on the page, input errors
-under their field, and the simulation run here or queued for a worker."""
+under their field, and the simulation (posted) run here or queued for a worker."""
 
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
+from datetime import timedelta
 
 import pytest
+from celery import current_app
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from agreement.services import planning
+from agreement.models import PlanningSimulation
+from agreement.services import simulations
 from agreement.stats.planning import bonett_items, exact_items, walter_items
 from tests.factories import make_study_with_members
 
@@ -160,72 +163,62 @@ SIM = {
 
 def test_simulation_in_the_request(built, settings):
     settings.AGREEMENT_REPORTS_IN_BACKGROUND = False
-    html = _client(built.coordinator).get(_url(built, **SIM)).content.decode()
+    html = _client(built.coordinator).post(_url(built), SIM).content.decode()
     assert 'data-testid="simulation-result"' in html
     assert "icc_oneway_unbalanced" in html
-    bad = _client(built.coordinator).get(_url(built, **(SIM | {"simulation-form": "ICC(A,1)"})))
+    bad = _client(built.coordinator).post(_url(built), SIM | {"simulation-form": "ICC(A,1)"})
     assert bad.status_code == 400
     assert "incomplete design" in _field_errors(bad.content.decode(), "id_simulation-form")
 
 
-def test_simulation_queued_and_followed(built, settings, monkeypatch):
+def _status_url(built, task_id: str, name: str = "agreement:plan-simulation") -> str:
+    return reverse(name, kwargs={"study_id": built.study.pk, "task_id": task_id})
+
+
+def test_simulation_queued_and_followed(built, settings):
+    # the worker's side is written into the session's real result backend
     settings.AGREEMENT_REPORTS_IN_BACKGROUND = True
-    sent = {}
-
-    def send_task(name, kwargs):
-        sent.update(name=name, kwargs=kwargs)
-        return SimpleNamespace(id="task-123")
-
-    monkeypatch.setattr(planning.current_app, "send_task", send_task)
-    html = _client(built.coordinator).get(_url(built, **SIM)).content.decode()
-    assert sent["name"] == planning.SIMULATE_DESIGN_TASK
-    assert sent["kwargs"]["study_id"] == built.study.pk
-    link = re.search(r'href="([^"]*/plan/simulations/task-123/\?queued=\d+)"', html).group(1)
-
-    states = iter(
-        [
-            SimpleNamespace(state="PENDING", result=None, info=None),
-            SimpleNamespace(
-                state="PROGRESS",
-                result=None,
-                info={"study_id": built.study.pk, "done": 50, "total": 60},
-            ),
-            SimpleNamespace(state="FAILURE", result=RuntimeError("worker died"), info=None),
-        ]
-    )
-    monkeypatch.setattr(planning, "AsyncResult", lambda task_id, app: next(states))
     c = _client(built.coordinator)
+    response = c.post(_url(built), SIM)
+    record = PlanningSimulation.objects.get()
+    link = _status_url(built, record.task_id)
+    assert response.status_code == 303 and response["Location"] == link
+    assert record.spec["n_studies"] == 60 and record.study == built.study
     assert 'data-state="waiting"' in c.get(link).content.decode()
+    backend = current_app.backend
+    meta = {"study_id": built.study.pk, "done": 50, "total": 60}
+    backend.store_result(record.task_id, meta, "PROGRESS")
     running = c.get(link).content.decode()
     assert 'data-state="running"' in running and "50 of 60 studies" in running
+    backend.mark_as_failure(record.task_id, RuntimeError("worker died"))
     failed = c.get(link).content.decode()
     assert "RuntimeError: worker died" in failed and 'http-equiv="refresh"' not in failed
 
 
-def test_simulation_result_of_another_study_is_not_shown(built, monkeypatch):
-    finished = SimpleNamespace(state="SUCCESS", result={"study_id": -1}, info=None)
-    monkeypatch.setattr(planning, "AsyncResult", lambda task_id, app: finished)
-    url = reverse(
-        "agreement:plan-simulation-status", kwargs={"study_id": built.study.pk, "task_id": "x"}
+def test_simulation_result_of_another_study_is_not_shown(built):
+    record = PlanningSimulation.objects.create(
+        task_id="t-elsewhere", study=built.study, requested_by=built.coordinator, spec={}
     )
+    current_app.backend.mark_as_done(record.task_id, {"study_id": -1})
+    url = _status_url(built, record.task_id, "agreement:plan-simulation-status")
     assert _client(built.coordinator).get(url).json() == {"state": "unknown"}
 
 
-def test_a_task_no_worker_takes_is_reported_lost(built, monkeypatch):
-    monkeypatch.setattr(
-        planning, "AsyncResult", lambda task_id, app: SimpleNamespace(state="PENDING")
+def test_a_task_no_worker_takes_is_reported_lost(built):
+    record = PlanningSimulation.objects.create(
+        task_id="t-nobody", study=built.study, requested_by=built.coordinator, spec={}
     )
-    url = reverse(
-        "agreement:plan-simulation-status", kwargs={"study_id": built.study.pk, "task_id": "x"}
-    )
-    body = _client(built.coordinator).get(url + "?queued=1000").json()
+    long_ago = timezone.now() - timedelta(seconds=simulations.WAITING_TOO_LONG_SECONDS + 60)
+    PlanningSimulation.objects.filter(pk=record.pk).update(created_at=long_ago)
+    url = _status_url(built, record.task_id, "agreement:plan-simulation-status")
+    body = _client(built.coordinator).get(url).json()
     assert body["state"] == "lost" and "worker" in body["reason"]
 
 
 def test_simulation_of_medhelm_pairs_shows_the_spread(built, settings):
     settings.AGREEMENT_REPORTS_IN_BACKGROUND = False
     query = SIM | {"simulation-form": "MedHELM pairs", "simulation-n_studies": 20}
-    html = _client(built.coordinator).get(_url(built, **query)).content.decode()
+    html = _client(built.coordinator).post(_url(built), query).content.decode()
     assert 'data-testid="simulation-range"' in html
     assert 'data-testid="simulation-median"' not in html
     assert "clinician_pairwise" in html
