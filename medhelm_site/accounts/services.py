@@ -13,7 +13,8 @@ from django.db import transaction
 from knox.settings import knox_settings
 
 from annotation import audit
-from annotation.models import RatingStudy, StudyMembership
+from annotation.models import RatingStudy
+from medhelm_site.accounts import selectors
 from medhelm_site.accounts.errors import AccountError
 from medhelm_site.accounts.models import ApiToken
 
@@ -69,42 +70,38 @@ def revoke_token(*, actor: AbstractBaseUser, token: ApiToken) -> None:
 
 
 def unlock_study(*, actor: AbstractBaseUser, username: str) -> RatingStudy | None:
-    """The study through which `actor` may lift `username`'s lockout (None for staff).
+    """The study through which `actor` may lift `username`'s lockout (None for staff), by
+    the one rule of selectors.unlockable_usernames.
 
     Raises AccountError when `actor` may not."""
-    if actor.is_staff:
-        return None
-    coordinated = StudyMembership.objects.filter(
-        user=actor, role=StudyMembership.Role.COORDINATOR, is_active=True
-    ).values("study")
-    membership = (
-        StudyMembership.objects.filter(
-            study__in=coordinated, **{f"user__{get_user_model().USERNAME_FIELD}": username}
-        )
-        .select_related("study")
-        .order_by("study_id")
-        .first()
-    )
-    if membership is None:
+    allowed = selectors.unlockable_usernames(actor=actor, usernames=[username])
+    if username not in allowed:
         raise AccountError(
-            "Only staff, or a coordinator of a study this account belongs to, can unlock it.",
+            f"You cannot unlock {username}: a coordinator unlocks only an account that is not "
+            "staff and whose every study membership is an active one in a study they "
+            "coordinate. Ask staff to unlock it.",
             field="username",
         )
-    return membership.study
+    study_id = allowed[username]
+    return None if study_id is None else RatingStudy.objects.get(pk=study_id)
 
 
 def unlock(*, actor: AbstractBaseUser | None, username: str) -> int:
     """Lift every lockout of `username` (from every address); the number of failure
-    records removed. `actor` None is a management command run by an administrator."""
-    study = None if actor is None else unlock_study(actor=actor, username=username)
+    records removed. `actor` None is a management command run by an administrator.
+
+    A coordinator's unlock is audited in their study, whose log they read: it counts the
+    addresses instead of naming them (selectors.lockouts_visible_to hides them too)."""
     user_model = get_user_model()
     target = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
     with transaction.atomic():
+        study = None if actor is None else unlock_study(actor=actor, username=username)
         attempts = AccessAttempt.objects.filter(username=username)
+        addresses = sorted({a.ip_address or "" for a in attempts})
         before = {
             "username": username,
             "failures": sum(a.failures_since_start for a in attempts),
-            "addresses": sorted({a.ip_address or "" for a in attempts}),
+            **({"addresses": addresses} if study is None else {"address_count": len(addresses)}),
         }
         removed, _ = attempts.delete()
         audit.record(
