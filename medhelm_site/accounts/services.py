@@ -1,5 +1,5 @@
-"""Writes about accounts: API tokens made and revoked, lockouts lifted; each with an audit
-row (annotation.audit)."""
+"""Writes about accounts: API tokens made and revoked, lockouts lifted, single sign-on
+bindings released; each with an audit row (annotation.audit)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from annotation import audit
 from annotation.models import RatingStudy
 from medhelm_site.accounts import selectors
 from medhelm_site.accounts.errors import AccountError
-from medhelm_site.accounts.models import ApiToken
+from medhelm_site.accounts.models import ApiToken, SsoIdentity
 
 TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
 
@@ -67,6 +67,20 @@ def revoke_token(*, actor: AbstractBaseUser, token: ApiToken) -> None:
             before={"token": token.public_id, "name": token.name},
         )
         token.delete()
+
+
+def unbind_sso(*, actor: AbstractBaseUser, identity: SsoIdentity) -> None:
+    """Release an account from the provider's subject it is bound to (staff, in the admin:
+    the provider reissued the person's subject, or they moved provider). Its next sign-in
+    by verified e-mail binds again."""
+    with transaction.atomic():
+        audit.record(
+            actor=actor,
+            action="account.sso_unbind",
+            target=identity.user,
+            before={"issuer": identity.issuer, "subject": identity.subject},
+        )
+        identity.delete()
 
 
 def unlock_study(*, actor: AbstractBaseUser, username: str) -> RatingStudy | None:
