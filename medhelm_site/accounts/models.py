@@ -1,8 +1,10 @@
 """API tokens: django-rest-knox's hashed, expiring token, with a name and the password it
-was issued under (a token issued before a password change stops working)."""
+was issued under (a token issued before a password change stops working); and the single
+sign-on identity an account is bound to."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from knox.models import AbstractAuthToken
 
@@ -25,3 +27,25 @@ class ApiToken(AbstractAuthToken):
 
     def __str__(self) -> str:
         return f"{self.name or 'token'} {self.public_id} of {self.user}"
+
+
+class SsoIdentity(models.Model):
+    """The provider's user (issuer + subject, the ID token's `iss` and `sub`) an account is
+    bound to, at its first single sign-on matched by verified e-mail. From then on the
+    subject finds the account, and the e-mail alone no longer does: a provider may give a
+    departed user's address to someone else."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    bound_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_subject_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer} is {self.user}"

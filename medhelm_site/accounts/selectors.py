@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import Count, F, Min, Q, QuerySet
 from django.utils import timezone
 
 from annotation.models import StudyMembership
 from medhelm_site.accounts.models import PUBLIC_ID_LENGTH, ApiToken
+
+Role = StudyMembership.Role
 
 
 @dataclass(frozen=True)
@@ -53,25 +56,75 @@ def _lockout(attempt: AccessAttempt) -> Lockout:
     )
 
 
-def coordinated_usernames(*, user: AbstractBaseUser) -> set[str]:
-    """Usernames of the members of the studies `user` coordinates (themselves included)."""
-    studies = StudyMembership.objects.filter(
-        user=user, role=StudyMembership.Role.COORDINATOR, is_active=True
-    ).values("study")
-    return set(
-        StudyMembership.objects.filter(study__in=studies).values_list(
-            f"user__{get_user_model().USERNAME_FIELD}", flat=True
-        )
+def administers(*, user: AbstractBaseUser) -> bool:
+    """Staff and superusers: they lift every lockout and see the addresses locked out."""
+    return bool(user.is_staff or user.is_superuser)
+
+
+def _coordinated_studies(user: AbstractBaseUser) -> QuerySet[StudyMembership]:
+    """The ids of the studies `user` actively coordinates. A coordinator who also rates a
+    study acts there only as a clinician (annotation's acting_roles), so not that one."""
+    rated = StudyMembership.objects.filter(user=user, role=Role.CLINICIAN, is_active=True)
+    return (
+        StudyMembership.objects.filter(user=user, role=Role.COORDINATOR, is_active=True)
+        .exclude(study__in=rated.values("study"))
+        .values("study")
     )
 
 
+def may_lift_lockouts(*, user: AbstractBaseUser) -> bool:
+    """Whether `user` has a lockouts page at all: staff, or a coordinator of a study."""
+    return administers(user=user) or _coordinated_studies(user).exists()
+
+
+def unlockable_usernames(
+    *, actor: AbstractBaseUser, usernames: Iterable[str]
+) -> dict[str, int | None]:
+    """The one rule of who lifts whose lockout: of `usernames`, those `actor` may unlock,
+    each with the study through which they may (None for staff); the rest are refused.
+
+    Staff and superusers unlock every username. A coordinator unlocks only an existing
+    account that is neither staff nor superuser and whose every study membership (one at
+    least) is an active one in a study they actively coordinate. Coordinators can add any
+    account to their study: a membership since removed, or one beside memberships elsewhere,
+    would let them lift the lockout of anyone's account and guess its password without end.
+    """
+    names = set(usernames)
+    if administers(user=actor):
+        return dict.fromkeys(names)
+    names.discard("")
+    if not names:
+        return {}
+    user_model = get_user_model()
+    field = user_model.USERNAME_FIELD
+    inside = Q(
+        study_memberships__is_active=True,
+        study_memberships__study__in=_coordinated_studies(actor),
+    )
+    rows = (
+        user_model.objects.filter(**{f"{field}__in": names}, is_staff=False, is_superuser=False)
+        .annotate(
+            n_memberships=Count("study_memberships"),
+            n_inside=Count("study_memberships", filter=inside),
+            via_study=Min("study_memberships__study", filter=inside),
+        )
+        .filter(n_inside__gt=0, n_inside=F("n_memberships"))
+        .values_list(field, "via_study")
+    )
+    return dict(rows)
+
+
 def lockouts_visible_to(*, user: AbstractBaseUser) -> list[Lockout]:
-    """Lockouts in force that `user` may lift: every one for staff, else those of the
-    members of the studies they coordinate."""
-    attempts = _active_attempts().order_by("username", "-attempt_time")
-    if not user.is_staff:
-        attempts = attempts.filter(username__in=coordinated_usernames(user=user))
-    return [_lockout(a) for a in attempts]
+    """Lockouts in force that `user` may lift (unlockable_usernames); the address each
+    comes from only for staff (a coordinator has no business knowing where a member is)."""
+    attempts = list(_active_attempts().order_by("username", "-attempt_time"))
+    allowed = unlockable_usernames(actor=user, usernames={a.username or "" for a in attempts})
+    with_address = administers(user=user)
+    return [
+        _lockout(a) if with_address else replace(_lockout(a), ip_address=None)
+        for a in attempts
+        if (a.username or "") in allowed
+    ]
 
 
 def tokens_of(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:

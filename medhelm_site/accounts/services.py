@@ -1,5 +1,5 @@
-"""Writes about accounts: API tokens made and revoked, lockouts lifted; each with an audit
-row (annotation.audit)."""
+"""Writes about accounts: API tokens made and revoked, lockouts lifted, single sign-on
+bindings released; each with an audit row (annotation.audit)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from django.db import transaction
 from knox.settings import knox_settings
 
 from annotation import audit
-from annotation.models import RatingStudy, StudyMembership
+from annotation.models import RatingStudy
+from medhelm_site.accounts import selectors
 from medhelm_site.accounts.errors import AccountError
-from medhelm_site.accounts.models import ApiToken
+from medhelm_site.accounts.models import ApiToken, SsoIdentity
 
 TOKEN_NAME_MAX = ApiToken._meta.get_field("name").max_length
 
@@ -68,43 +69,53 @@ def revoke_token(*, actor: AbstractBaseUser, token: ApiToken) -> None:
         token.delete()
 
 
+def unbind_sso(*, actor: AbstractBaseUser, identity: SsoIdentity) -> None:
+    """Release an account from the provider's subject it is bound to (staff, in the admin:
+    the provider reissued the person's subject, or they moved provider). Its next sign-in
+    by verified e-mail binds again."""
+    with transaction.atomic():
+        audit.record(
+            actor=actor,
+            action="account.sso_unbind",
+            target=identity.user,
+            before={"issuer": identity.issuer, "subject": identity.subject},
+        )
+        identity.delete()
+
+
 def unlock_study(*, actor: AbstractBaseUser, username: str) -> RatingStudy | None:
-    """The study through which `actor` may lift `username`'s lockout (None for staff).
+    """The study through which `actor` may lift `username`'s lockout (None for staff), by
+    the one rule of selectors.unlockable_usernames.
 
     Raises AccountError when `actor` may not."""
-    if actor.is_staff:
-        return None
-    coordinated = StudyMembership.objects.filter(
-        user=actor, role=StudyMembership.Role.COORDINATOR, is_active=True
-    ).values("study")
-    membership = (
-        StudyMembership.objects.filter(
-            study__in=coordinated, **{f"user__{get_user_model().USERNAME_FIELD}": username}
-        )
-        .select_related("study")
-        .order_by("study_id")
-        .first()
-    )
-    if membership is None:
+    allowed = selectors.unlockable_usernames(actor=actor, usernames=[username])
+    if username not in allowed:
         raise AccountError(
-            "Only staff, or a coordinator of a study this account belongs to, can unlock it.",
+            f"You cannot unlock {username}: a coordinator unlocks only an account that is not "
+            "staff and whose every study membership is an active one in a study they "
+            "coordinate. Ask staff to unlock it.",
             field="username",
         )
-    return membership.study
+    study_id = allowed[username]
+    return None if study_id is None else RatingStudy.objects.get(pk=study_id)
 
 
 def unlock(*, actor: AbstractBaseUser | None, username: str) -> int:
     """Lift every lockout of `username` (from every address); the number of failure
-    records removed. `actor` None is a management command run by an administrator."""
-    study = None if actor is None else unlock_study(actor=actor, username=username)
+    records removed. `actor` None is a management command run by an administrator.
+
+    A coordinator's unlock is audited in their study, whose log they read: it counts the
+    addresses instead of naming them (selectors.lockouts_visible_to hides them too)."""
     user_model = get_user_model()
     target = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
     with transaction.atomic():
+        study = None if actor is None else unlock_study(actor=actor, username=username)
         attempts = AccessAttempt.objects.filter(username=username)
+        addresses = sorted({a.ip_address or "" for a in attempts})
         before = {
             "username": username,
             "failures": sum(a.failures_since_start for a in attempts),
-            "addresses": sorted({a.ip_address or "" for a in attempts}),
+            **({"addresses": addresses} if study is None else {"address_count": len(addresses)}),
         }
         removed, _ = attempts.delete()
         audit.record(

@@ -104,9 +104,9 @@ def revoke_token(request: HttpRequest, public_id: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def lockouts(request: HttpRequest) -> HttpResponse:
-    """Lockouts in force that you may lift (staff: all; a coordinator: their studies'
-    members'); a POST lifts one."""
-    if not request.user.is_staff and not selectors.coordinated_usernames(user=request.user):
+    """Lockouts in force that you may lift (staff: all; a coordinator: the accounts wholly
+    inside the studies they coordinate, selectors.unlockable_usernames); a POST lifts one."""
+    if not selectors.may_lift_lockouts(user=request.user):
         raise Http404("Only staff and study coordinators lift lockouts.")
     error = None
     if request.method == "POST":
@@ -121,6 +121,10 @@ def lockouts(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "accounts/lockouts.html",
-        {"lockouts": selectors.lockouts_visible_to(user=request.user), "error": error},
+        {
+            "lockouts": selectors.lockouts_visible_to(user=request.user),
+            "administers": selectors.administers(user=request.user),
+            "error": error,
+        },
         status=403 if error else 200,
     )

@@ -61,9 +61,11 @@ MIDDLEWARE = [
 # Single sign-on through OpenID Connect (accounts/sso/, mozilla-django-oidc): off unless
 # MEDHELM_OIDC_CLIENT_ID is set. The provider's endpoints come from its discovery document
 # (MEDHELM_OIDC_ISSUER + /.well-known/openid-configuration), or each from its own variable.
-# A provider's user signs in as the account with the e-mail the provider says it verified
-# (email_verified true); anyone else is refused on the login page, unless
-# MEDHELM_OIDC_CREATE_USERS=1 makes them an account with no role in any study.
+# A provider's user signs in as the account bound to their subject (issuer + sub); the first
+# time, as the account with the e-mail the provider says it verified (email_verified true),
+# which binds it; anyone else is refused on the login page, unless
+# MEDHELM_OIDC_CREATE_USERS=1 makes them an account with no role in any study. A staff or
+# superuser account is never found by e-mail unless MEDHELM_OIDC_MATCH_STAFF_BY_EMAIL=1.
 MEDHELM_OIDC_CLIENT_ID = os.environ.get("MEDHELM_OIDC_CLIENT_ID", "")
 MEDHELM_OIDC_CLIENT_SECRET = os.environ.get("MEDHELM_OIDC_CLIENT_SECRET", "")
 MEDHELM_OIDC_ISSUER = os.environ.get("MEDHELM_OIDC_ISSUER", "").strip().rstrip("/")
@@ -73,6 +75,7 @@ MEDHELM_OIDC_PROVIDER_NAME = os.environ.get("MEDHELM_OIDC_PROVIDER_NAME", "").st
 MEDHELM_OIDC_SCOPES = os.environ.get("MEDHELM_OIDC_SCOPES", "openid email profile")
 MEDHELM_OIDC_SIGN_ALGO = os.environ.get("MEDHELM_OIDC_SIGN_ALGO", "RS256")
 MEDHELM_OIDC_CREATE_USERS = env_bool("MEDHELM_OIDC_CREATE_USERS", False)
+MEDHELM_OIDC_MATCH_STAFF_BY_EMAIL = env_bool("MEDHELM_OIDC_MATCH_STAFF_BY_EMAIL", False)
 # After logging out here, also end the session at the provider (its end_session_endpoint).
 MEDHELM_OIDC_PROVIDER_LOGOUT = env_bool("MEDHELM_OIDC_PROVIDER_LOGOUT", True)
 MEDHELM_OIDC_ENDPOINTS = {

@@ -60,6 +60,18 @@ def test_sso_on_allows_the_providers_logout_as_a_form_redirect():
     }
 
 
+def test_staff_are_matched_by_email_only_when_the_environment_says_so():
+    snippet = (
+        "import django; django.setup(); "
+        "from medhelm_site.accounts.sso.config import sso_config; "
+        "print(sso_config().match_staff_by_email)"
+    )
+    for env, shown in (({}, "False"), ({"MEDHELM_OIDC_MATCH_STAFF_BY_EMAIL": "1"}, "True")):
+        done = _run(["-c", snippet], {**CONFIGURED, **env})
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == shown
+
+
 def test_a_client_id_without_secret_or_issuer_is_refused_by_name():
     done = _run(["-c", SNIPPET], {"MEDHELM_OIDC_CLIENT_ID": "medhelm"})
     assert done.returncode != 0

@@ -30,7 +30,8 @@ def remember_refusal(request: HttpRequest, message: str) -> None:
 
 
 class SsoBackend(OIDCAuthenticationBackend):
-    """Lets in the account whose e-mail the OpenID provider verified. Answers None to
+    """Lets in the account bound to the provider's user, or at first the one whose e-mail
+    the provider verified (sso.matching). Answers None to
     anything that is not a provider's callback (password logins go to the other backends)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -96,4 +97,4 @@ class SsoBackend(OIDCAuthenticationBackend):
         # OpenID Connect Core 5.3.2: userinfo about another subject must not be used.
         if claims.get("sub") != payload.get("sub"):
             raise SuspiciousOperation("userinfo subject differs from the ID token's")
-        return match_user(config=self.config, claims=claims)
+        return match_user(config=self.config, claims=claims, issuer=payload.get("iss"))

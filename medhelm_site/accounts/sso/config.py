@@ -37,6 +37,9 @@ class SsoConfig:
     create_users: bool
     provider_logout: bool
     explicit: dict[str, str]  # endpoint name -> URL set in the settings
+    # Staff and superusers are found by their bound subject only, unless this allows their
+    # first sign-in to match by e-mail (MEDHELM_OIDC_MATCH_STAFF_BY_EMAIL).
+    match_staff_by_email: bool = False
 
 
 def sso_config() -> SsoConfig | None:
@@ -53,6 +56,7 @@ def sso_config() -> SsoConfig | None:
         create_users=settings.MEDHELM_OIDC_CREATE_USERS,
         provider_logout=settings.MEDHELM_OIDC_PROVIDER_LOGOUT,
         explicit={k: v for k, v in settings.MEDHELM_OIDC_ENDPOINTS.items() if v},
+        match_staff_by_email=settings.MEDHELM_OIDC_MATCH_STAFF_BY_EMAIL,
     )
 
 

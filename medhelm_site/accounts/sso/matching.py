@@ -1,17 +1,27 @@
-"""Which of our accounts a provider's user is: the one with the e-mail the provider says
-it verified. Every sign-in, let in or refused, leaves an audit row (annotation.audit)."""
+"""Which of our accounts a provider's user is: the one bound to their subject (issuer +
+`sub`); the first time, the one with the e-mail the provider says it verified, which binds
+it. Every sign-in, let in or refused, leaves an audit row (annotation.audit).
+
+An address is not a person: a provider may give a departed user's address to someone new.
+So an account answers to its e-mail only until bound, an account bound to another subject
+is refused, and staff and superusers are never found by e-mail unless
+MEDHELM_OIDC_MATCH_STAFF_BY_EMAIL allows it."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from annotation import audit
+from medhelm_site.accounts.models import SsoIdentity
 from medhelm_site.accounts.services import Username
 from medhelm_site.accounts.sso.config import SsoConfig
+
+logger = logging.getLogger(__name__)
 
 
 class SsoRefused(Exception):
@@ -50,13 +60,84 @@ def _new_username(email: str) -> str:
     return candidate
 
 
-def match_user(*, config: SsoConfig, claims: dict[str, Any]) -> AbstractBaseUser:
-    """The account the provider's user is, or SsoRefused saying why not.
+def _signed_in(
+    *, config: SsoConfig, user: AbstractBaseUser, email: str, created: bool
+) -> AbstractBaseUser:
+    audit.record(
+        actor=user,
+        action="account.sso_login",
+        target=user,
+        after={"provider": config.provider_name, "email": email, "created": created},
+    )
+    return user
+
+
+def match_user(
+    *, config: SsoConfig, claims: dict[str, Any], issuer: str | None = None
+) -> AbstractBaseUser:
+    """The account the provider's user is, or SsoRefused saying why not. `issuer` is the
+    ID token's `iss` (the configured issuer when None).
 
     A new account is made only with MEDHELM_OIDC_CREATE_USERS, and then has no role in any
     study until a coordinator adds it to one."""
     name = config.provider_name
+    issuer = str(issuer or config.issuer).rstrip("/")
+    subject = str(claims.get("sub") or "")
     email = str(claims.get("email") or "").strip()
+    if not subject:
+        raise _refuse(
+            config=config,
+            email=email,
+            reason="no_subject",
+            message=f"{name} did not say who you are (no subject), so you are not signed in. "
+            "Tell your IT department, or log in with your username and password.",
+        )
+    identity = (
+        SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+    )
+    if identity is not None:
+        if not identity.user.is_active:
+            raise _refuse(
+                config=config,
+                email=email,
+                reason="inactive",
+                message=f"The account your {name} sign-in belongs to is disabled. Ask staff.",
+            )
+        return _signed_in(config=config, user=identity.user, email=email, created=False)
+    user = _match_by_email(config=config, email=email, claims=claims, subject=subject)
+    created = user is None
+    try:
+        with transaction.atomic():
+            if user is None:
+                user = get_user_model().objects.create_user(
+                    username=_new_username(email), email=email, password=None
+                )
+            SsoIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+            audit.record(
+                actor=user,
+                action="account.sso_bind",
+                target=user,
+                after={"provider": name, "issuer": issuer, "subject": subject, "email": email},
+            )
+            return _signed_in(config=config, user=user, email=email, created=created)
+    except IntegrityError:
+        # Another sign-in bound this account (or took this username) a moment ago.
+        logger.warning("single sign-on: binding %s of %s to %s collided", subject, issuer, email)
+        raise _refuse(
+            config=config,
+            email=email,
+            reason="bind_conflict",
+            message=f"Another sign-in with {name} to this account happened at the same "
+            "moment. Start the sign-in again.",
+        ) from None
+
+
+def _match_by_email(
+    *, config: SsoConfig, email: str, claims: dict[str, Any], subject: str
+) -> AbstractBaseUser | None:
+    """The unbound account a first sign-in is, by verified e-mail; None when a new one is to
+    be made (MEDHELM_OIDC_CREATE_USERS)."""
+    name = config.provider_name
     if not email:
         raise _refuse(
             config=config,
@@ -85,7 +166,9 @@ def match_user(*, config: SsoConfig, claims: dict[str, Any]) -> AbstractBaseUser
             "staff to keep it on one account only, or log in with your username and "
             "password.",
         )
-    if not users and not config.create_users:
+    if not users:
+        if config.create_users:
+            return None
         raise _refuse(
             config=config,
             email=email,
@@ -93,25 +176,42 @@ def match_user(*, config: SsoConfig, claims: dict[str, Any]) -> AbstractBaseUser
             message=f"No account here has the e-mail address {email}. Ask a study "
             "coordinator or staff to create your account with this address.",
         )
-    if users and not users[0].is_active:
+    user = users[0]
+    if not user.is_active:
         raise _refuse(
             config=config,
             email=email,
             reason="inactive",
             message=f"The account with the e-mail address {email} is disabled. Ask staff.",
         )
-    created = not users
-    with transaction.atomic():
-        if created:
-            user = get_user_model().objects.create_user(
-                username=_new_username(email), email=email, password=None
-            )
-        else:
-            user = users[0]
-        audit.record(
-            actor=user,
-            action="account.sso_login",
-            target=user,
-            after={"provider": name, "email": email, "created": created},
+    if SsoIdentity.objects.filter(user=user).exists():
+        logger.warning(
+            "single sign-on refused: %s (subject %r) has the e-mail of %s, which is bound "
+            "to another subject",
+            email,
+            subject,
+            user.get_username(),
+        )
+        raise _refuse(
+            config=config,
+            email=email,
+            reason="bound_to_another_subject",
+            message=f"The account with the e-mail address {email} belongs to another "
+            f"{name} user, so you are not signed in: the address may have been given to "
+            "someone new. Log in with your username and password, or ask staff.",
+        )
+    if (user.is_staff or user.is_superuser) and not config.match_staff_by_email:
+        logger.warning(
+            "single sign-on refused: %s (subject %r) has the e-mail of staff account %s",
+            email,
+            subject,
+            user.get_username(),
+        )
+        raise _refuse(
+            config=config,
+            email=email,
+            reason="staff_by_email",
+            message=f"The account with the e-mail address {email} is a staff account, "
+            f"which {name} cannot reach by e-mail. Log in with your username and password.",
         )
     return user
