@@ -26,12 +26,15 @@ class AnswersError(AnnotationError):
 
 
 class LongFileRefused(AnnotationError):
-    """A long file of ratings or scores that was not imported, with every bad line: each
-    error names its line, column and reason (annotation.imports.longfile.LineError)."""
+    """A long file of ratings or scores that was not imported: `errors` holds the first bad
+    lines (annotation.imports.longerrors keeps at most SHOWN_ERRORS of them in memory), each
+    naming its line, column and reason (annotation.imports.longfile.LineError); `count` says
+    how many there were in all."""
 
-    def __init__(self, errors: list, *, noun: str = "ratings") -> None:
+    def __init__(self, errors: list, *, noun: str = "ratings", count: int | None = None) -> None:
         self.errors = list(errors)
-        n = len(self.errors)
+        self.count = len(self.errors) if count is None else count
+        n = self.count
         first = "; ".join(str(e) for e in self.errors[:3])
         more = f" (and {n - 3} more)" if n > 3 else ""
         super().__init__(

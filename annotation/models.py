@@ -335,7 +335,15 @@ class ImportJob(models.Model):
         REFUSE = "refuse", "Refuse the whole suite"
         SKIP = "skip", "Skip the bad run, import the others"
 
+    class Kind(models.TextChoices):
+        ITEMS = "items", "Items"
+        RATINGS = "ratings", "Ratings (long file)"
+        SCORES = "scores", "Machine scores (long file)"
+
     study = models.ForeignKey(RatingStudy, on_delete=models.CASCADE, related_name="import_jobs")
+    # What the upload holds: items (imports.jobs), or a long file of ratings or machine scores
+    # (imports.long_jobs); one job and one state machine for every kind.
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.ITEMS)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -364,6 +372,8 @@ class ImportJob(models.Model):
     runs_checked = models.PositiveIntegerField(default=0)
     runs_done = models.PositiveIntegerField(default=0)
     run_summaries = models.JSONField(default=list, blank=True)
+    # A succeeded long-file import: what it did (services.LongImportSummary.as_dict).
+    summary = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

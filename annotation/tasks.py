@@ -8,6 +8,7 @@ from typing import Any
 from celery import shared_task
 from django.db import DatabaseError, InterfaceError, OperationalError
 
+from annotation import services
 from annotation.imports import run_import_job
 from annotation.imports.after_import import (
     AFTER_IMPORT_FAILED_TASK,
@@ -28,7 +29,7 @@ def worker_health() -> dict[str, object]:
 
 @shared_task(name=RUN_IMPORT_TASK, bind=True, acks_late=True, max_retries=3, ignore_result=True)
 def run_import(self, job_id: int) -> dict[str, object]:
-    """Run one import job (annotation.imports.run_import_job).
+    """Run one import job (annotation.imports.run_import_job): items, or a ratings file.
 
     Safe to deliver twice: a finished job is left as it is, and a job a dead worker left
     "running" starts again (nothing of it was saved). The job row holds the outcome, so no
@@ -36,7 +37,9 @@ def run_import(self, job_id: int) -> dict[str, object]:
     i.e. when its failure could not even be recorded; a recorded failure stays failed.
     """
     try:
-        job = run_import_job(job_id=job_id)
+        job = run_import_job(
+            job_id=job_id, long_importers={ImportJob.Kind.RATINGS: services.import_ratings}
+        )
     except ImportJob.DoesNotExist:
         # The study (and its jobs) was deleted before the worker got here.
         return {"job": job_id, "status": "missing"}

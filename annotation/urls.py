@@ -6,6 +6,7 @@ from annotation.views import (
     calibration,
     coordinator,
     home,
+    long_imports,
     rating,
     sampling,
     watch,
@@ -35,6 +36,11 @@ urlpatterns = [
     path("<int:study_id>/lock/", coordinator.lock, name="lock"),
     path("<int:study_id>/watch/refresh/", watch.refresh_watch, name="watch-refresh"),
     path("<int:study_id>/import/ratings/", coordinator.import_ratings, name="import-ratings"),
+    path(
+        "<int:study_id>/import/<int:job_id>/errors.csv",
+        long_imports.import_errors,
+        name="import-errors",
+    ),
     path(
         "<int:study_id>/export/ratings-long.csv",
         coordinator.export_ratings_long,

@@ -6,15 +6,16 @@ criterion, under a named judge (a judge not known to the site is created as an i
 one); a metric is any automatic metric under its own name, on the criterion "overall" (or
 none), written "name@scorer model" to name the model that computed it.
 
-All or nothing like the ratings import (annotation.services.rating_imports): every bad line
-is reported with its line, column and reason; a score stored already with the same value is
+All or nothing like the ratings import (annotation.services.rating_imports), and read the
+same way, line by line: every bad line is reported with its line, column and reason (the
+first ones in memory, all of them in a job's error file); a score stored already with the same value is
 unchanged; a different value refuses the import.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -22,7 +23,8 @@ from django.db import transaction
 from annotation import audit
 from annotation.errors import AnnotationError, LongFileRefused
 from annotation.imports.longchecks import ITEM_ALIASES, StudyIndex, scale_value, text_cell
-from annotation.imports.longfile import LineError, LongRecord, read_long_file
+from annotation.imports.longerrors import LineErrors
+from annotation.imports.longfile import LineCallback, LineError, LongRecord, long_records
 from annotation.models import RatingStudy
 from annotation.services import LongImportSummary, file_digest
 from jury.models import Judge, JudgeScore, MetricScore
@@ -32,6 +34,7 @@ SCORE_OPTIONAL = ("criterion", "comment")
 SCORE_ALIASES = {**ITEM_ALIASES, "name": "scorer", "judge": "scorer", "explanation": "comment"}
 LONG_SCORE_COLUMNS = ["external_id", "model", "kind", "scorer", "criterion", "value", "comment"]
 JUDGE, METRIC = "judge", "metric"
+LOCKED = "the study is locked: scores are frozen"
 #: The criterion of a metric: it scores the whole output (agreement.selectors uses the same).
 METRIC_CRITERION = "overall"
 JUDGE_NAME_MAX = Judge._meta.get_field("name").max_length
@@ -39,7 +42,7 @@ METRIC_NAME_MAX = MetricScore._meta.get_field("metric").max_length
 SCORER_MODEL_MAX = MetricScore._meta.get_field("scorer_model").max_length
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Score:
     line: int
     kind: str
@@ -56,23 +59,56 @@ class _Score:
 
 
 def import_scores(
-    *, study: RatingStudy, data: bytes, name: str, actor: AbstractBaseUser | None
+    *,
+    study: RatingStudy,
+    data: bytes | IO[bytes],
+    name: str,
+    actor: AbstractBaseUser | None,
+    errors: LineErrors | None = None,
+    on_line: LineCallback | None = None,
 ) -> LongImportSummary:
-    """Import the judge verdicts and metric scores of a long file into `study`; raise
-    LongFileRefused with every bad line. One transaction."""
-    parsed = read_long_file(
-        data, name=name, required=SCORE_COLUMNS, optional=SCORE_OPTIONAL, aliases=SCORE_ALIASES
+    """Import the judge verdicts and metric scores of a long file (bytes, or a seekable
+    binary stream read line by line) into `study`; raise LongFileRefused with the first
+    errors and their count (all of them go to `errors`). The lines are checked outside any
+    transaction; the save checks the stored scores again, in one transaction."""
+    errors = LineErrors() if errors is None else errors
+    if study.is_locked:
+        raise AnnotationError(LOCKED, field="study")
+    index = StudyIndex.of(study)
+    stored = _stored(study)
+    file_format, records = long_records(
+        data,
+        name=name,
+        required=SCORE_COLUMNS,
+        optional=SCORE_OPTIONAL,
+        aliases=SCORE_ALIASES,
+        errors=errors,
+        on_line=on_line,
     )
+    first_line: dict[tuple, int] = {}
+    scores: list[_Score] = []
+    n_records = 0
+    for record in records:
+        n_records += 1
+        line_errors: list[LineError] = []
+        score = _check_line(record, index, first_line, line_errors)
+        if score is not None:
+            _against_stored([score], stored, line_errors)
+        if line_errors:
+            errors.extend(line_errors)
+        elif score is not None:
+            scores.append(score)
+    if errors:
+        raise LongFileRefused(errors.first, count=errors.count, noun="scores")
     with transaction.atomic():
         study = RatingStudy.objects.select_for_update().get(pk=study.pk)
         if study.is_locked:
-            raise AnnotationError("the study is locked: scores are frozen", field="study")
-        errors = list(parsed.errors)
-        scores = _check_lines(study, parsed.records, errors)
-        new, unchanged = _against_stored(study, scores, errors)
-        if errors:
-            errors.sort(key=lambda e: e.line)
-            raise LongFileRefused(errors, noun="scores")
+            raise AnnotationError(LOCKED, field="study")
+        late: list[LineError] = []  # scores stored since the lines were read
+        new, unchanged = _against_stored(scores, _stored(study), late)
+        if late:
+            errors.extend(late)
+            raise LongFileRefused(errors.first, count=errors.count, noun="scores")
         judges = {
             j.name: j
             for j in Judge.objects.filter(name__in={s.scorer for s in scores if s.kind == JUDGE})
@@ -86,31 +122,37 @@ def import_scores(
                 description="Verdicts imported from a scores file.",
             )
         JudgeScore.objects.bulk_create(
-            JudgeScore(
-                item_id=s.item_id,
-                judge=judges[s.scorer],
-                criterion_id=s.criterion_id,
-                value=s.value,
-                explanation=s.comment,
-                flags=[],
-            )
-            for s in new
-            if s.kind == JUDGE
+            (
+                JudgeScore(
+                    item_id=s.item_id,
+                    judge=judges[s.scorer],
+                    criterion_id=s.criterion_id,
+                    value=s.value,
+                    explanation=s.comment,
+                    flags=[],
+                )
+                for s in new
+                if s.kind == JUDGE
+            ),
+            batch_size=2000,
         )
         MetricScore.objects.bulk_create(
-            MetricScore(
-                item_id=s.item_id,
-                metric=s.scorer,
-                scorer_model=s.scorer_model,
-                value=s.value,
-                params={"imported": True},
-            )
-            for s in new
-            if s.kind == METRIC
+            (
+                MetricScore(
+                    item_id=s.item_id,
+                    metric=s.scorer,
+                    scorer_model=s.scorer_model,
+                    value=s.value,
+                    params={"imported": True},
+                )
+                for s in new
+                if s.kind == METRIC
+            ),
+            batch_size=2000,
         )
         summary = LongImportSummary(
-            file_format=parsed.file_format,
-            lines=len(parsed.records),
+            file_format=file_format,
+            lines=n_records,
             created=len(new),
             unchanged=unchanged,
             new_names=new_names,
@@ -132,35 +174,29 @@ def _label(score: _Score) -> str:
     return f"{score.kind}:{name}"
 
 
-def _check_lines(
-    study: RatingStudy, records: list[LongRecord], errors: list[LineError]
-) -> list[_Score]:
-    """The good lines; every problem of the others (and duplicates) goes to `errors`."""
-    index = StudyIndex.of(study)
-    first_line: dict[tuple, int] = {}
-    scores: list[_Score] = []
-    for record in records:
-        before = len(errors)
-        kind = record.cells["kind"].strip().lower()
-        if kind not in (JUDGE, METRIC):
-            reason = f"{record.cells['kind']!r} is not a kind of score; write judge or metric"
-            errors.append(LineError(record.line, "kind", reason))
-        item_id = index.item(record, errors)
-        if kind == JUDGE:
-            score = _judge_line(record, index, item_id, errors)
-        elif kind == METRIC:
-            score = _metric_line(record, item_id, errors)
-        else:
-            score = None
-        if score is None or len(errors) > before:
-            continue
-        if score.key in first_line:
-            reason = f"the same score appears twice (first at line {first_line[score.key]})"
-            errors.append(LineError(record.line, "scorer", reason))
-            continue
-        first_line[score.key] = record.line
-        scores.append(score)
-    return scores
+def _check_line(
+    record: LongRecord, index: StudyIndex, first_line: dict[tuple, int], errors: list[LineError]
+) -> _Score | None:
+    """The line's score if it is good (and not a repeat); else its problems go to `errors`."""
+    kind = record.cells["kind"].strip().lower()
+    if kind not in (JUDGE, METRIC):
+        reason = f"{record.cells['kind']!r} is not a kind of score; write judge or metric"
+        errors.append(LineError(record.line, "kind", reason))
+    item_id = index.item(record, errors)
+    if kind == JUDGE:
+        score = _judge_line(record, index, item_id, errors)
+    elif kind == METRIC:
+        score = _metric_line(record, item_id, errors)
+    else:
+        score = None
+    if score is None or errors:
+        return None
+    if score.key in first_line:
+        reason = f"the same score appears twice (first at line {first_line[score.key]})"
+        errors.append(LineError(record.line, "scorer", reason))
+        return None
+    first_line[score.key] = record.line
+    return score
 
 
 def _judge_line(
@@ -202,12 +238,9 @@ def _metric_line(record: LongRecord, item_id: int | None, errors: list[LineError
     return _Score(record.line, METRIC, item_id, name, scorer_model, None, value, "")
 
 
-def _against_stored(
-    study: RatingStudy, scores: list[_Score], errors: list[LineError]
-) -> tuple[list[_Score], int]:
-    """(scores to create, how many are stored already with that value); conflicts go to
-    `errors`. A judge's stored value is its latest valid score (the one the score table
-    reads), from a call or imported."""
+def _stored(study: RatingStudy) -> dict[tuple, float]:
+    """The study's machine scores by _Score.key: a judge's stored value is its latest valid
+    score (the one the score table reads), from a call or imported."""
     judged: dict[tuple, float] = {}
     for item_id, name, criterion_id, value in (
         JudgeScore.objects.filter(item__study=study, is_valid=True, value__isnull=False)
@@ -219,17 +252,25 @@ def _against_stored(
         item__study=study
     ).values_list("item_id", "metric", "scorer_model", "value"):
         judged[(METRIC, item_id, metric, scorer_model, None)] = value
+    return judged
+
+
+def _against_stored(
+    scores: list[_Score], stored: dict[tuple, float], errors: list[LineError]
+) -> tuple[list[_Score], int]:
+    """(scores to create, how many are stored already with that value); conflicts go to
+    `errors`."""
     new: list[_Score] = []
     unchanged = 0
     for score in scores:
-        stored = judged.get(score.key)
-        if stored is None:
+        value = stored.get(score.key)
+        if value is None:
             new.append(score)
-        elif stored == score.value:
+        elif value == score.value:
             unchanged += 1
         else:
             reason = (
-                f"conflicts with the stored {score.kind} score {stored:g} of {score.scorer!r} "
+                f"conflicts with the stored {score.kind} score {value:g} of {score.scorer!r} "
                 "on this item; an import never changes a stored score"
             )
             errors.append(LineError(score.line, "value", reason))

@@ -6,3 +6,4 @@ EXECUTE_CALLS = "jury.execute_judge_calls"
 IMPORT_HELM_VERDICTS = "jury.import_helm_verdicts"
 COMPUTE_METRICS = "jury.compute_metrics"
 SWEEP_CALLS = "jury.sweep_calls"
+RUN_SCORE_IMPORT = "jury.run_score_import"  # annotation.imports.long_jobs.TASKS names it too

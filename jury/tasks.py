@@ -9,6 +9,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from annotation.imports import run_import_job
 from annotation.imports.after_import import items_imported, record_step_failure
 from annotation.models import ImportJob, RatingStudy
 from jury import task_names
@@ -19,8 +20,20 @@ from jury.metric_jobs import run_metric_job
 from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
 from jury.providers.local_models import LocalModelMissing
+from jury.score_imports import import_scores
 
 logger = logging.getLogger(__name__)
+
+
+@shared_task(name=task_names.RUN_SCORE_IMPORT, acks_late=True, ignore_result=True)
+def run_score_import(job_id: int) -> dict[str, object]:
+    """Run a queued import job of a scores file (annotation.imports.run_import_job with the
+    jury's importer). Safe to deliver twice: a finished job is left as it is."""
+    try:
+        job = run_import_job(job_id=job_id, long_importers={ImportJob.Kind.SCORES: import_scores})
+    except ImportJob.DoesNotExist:  # the study was deleted meanwhile
+        return {"job": job_id, "status": "missing"}
+    return {"job": job.pk, "status": job.status}
 
 
 @shared_task(name=task_names.EXECUTE_CALL, acks_late=True, ignore_result=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import IO
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import (
@@ -19,8 +21,7 @@ from django.views.decorators.http import require_POST
 
 from annotation import imports
 from annotation.access import STUDY_READERS, Role, get_study_for_user
-from annotation.models import RatingStudy
-from annotation.services import LongImportSummary
+from annotation.models import ImportJob, RatingStudy
 from annotation.views.long_imports import LongImportPage, long_import_page
 from jury import metric_jobs, selectors, services
 from jury.errors import JuryError
@@ -260,10 +261,17 @@ def import_scores(request: HttpRequest, study_id: int) -> HttpResponse:
         export_url=reverse("jury:export-scores-long", args=[study.pk]),
     )
 
-    def importer(data: bytes, name: str) -> LongImportSummary:
-        return import_score_file(study=study, data=data, name=name, actor=request.user)
+    def start(content: IO[bytes], name: str) -> ImportJob:
+        return imports.start_long_import(
+            study=study,
+            kind=ImportJob.Kind.SCORES,
+            uploaded_name=name,
+            content=content,
+            actor=request.user,
+            importer=import_score_file,
+        )
 
-    return long_import_page(request, study, size_limit, page=page, importer=importer)
+    return long_import_page(request, study, size_limit, page=page, start=start)
 
 
 @login_required

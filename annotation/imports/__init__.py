@@ -6,7 +6,8 @@ helm (also read by the jury for its verdicts), helm_files (a run's files), helm_
 placement (HELM items filed under the MedHELM taxonomy by benchmark), archive (uploaded
 zips, unpacked under limits), validation (checks across rows and against the study),
 formats (the dispatch by format name), uploads (the size limit, where uploads are kept and
-when they go), jobs (start, run, save), suite_jobs (a suite's job, run by run), job_state
+when they go), jobs (start, run, save), long_jobs (ratings and scores files as jobs),
+longfile/longchecks/longmarks/longerrors (reading and checking them), suite_jobs (a suite's job, run by run), job_state
 (what both jobs share), after_import (the steps after a succeeded import) and progress.
 """
 
@@ -22,8 +23,9 @@ from annotation.imports.helm import (
     parse_helm_run,
     read_helm_run,
 )
-from annotation.imports.jobs import run_import_job, start_import
+from annotation.imports.jobs import run_import_job, start_import, start_long_import
 from annotation.imports.jsonl import parse_jsonl
+from annotation.imports.long_jobs import long_import_progress
 from annotation.imports.progress import FINISHED, MAX_STORED_ERRORS, import_progress
 from annotation.imports.rows import ParsedImport, ParsedRow, RowError
 from annotation.imports.uploads import (
@@ -58,6 +60,7 @@ __all__ = [
     "import_progress",
     "item_fingerprint",
     "limit_upload_size",
+    "long_import_progress",
     "max_upload_bytes",
     "pack_helm_run",
     "parse",
@@ -68,6 +71,7 @@ __all__ = [
     "release_upload",
     "run_import_job",
     "start_import",
+    "start_long_import",
     "task_names_for",
     "validate_rows",
 ]

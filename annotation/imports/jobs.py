@@ -1,4 +1,5 @@
-"""Item import jobs: store the upload, run the job (inline or as a Celery task).
+"""Import jobs: store the upload, run the job (inline or as a Celery task). Items, and long
+files of ratings or scores (start_long_import; their run is long_jobs.run_long_job).
 
 An import is all-or-nothing: every row is checked first and every problem is recorded on the
 job; items are saved only when there is none, in one transaction. processed_rows counts
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -41,6 +42,9 @@ from annotation.imports.job_state import fingerprints as _fingerprints
 from annotation.imports.job_state import finish_failed as _finish_failed
 from annotation.imports.job_state import item_keys as _item_keys
 from annotation.imports.job_state import late_conflicts as _late_conflicts
+from annotation.imports.long_jobs import LONG_KINDS, LongImporter, run_long_job
+from annotation.imports.long_jobs import TASKS as LONG_TASKS
+from annotation.imports.longfile import detect_format as detect_long_format
 from annotation.imports.placement import place_by_benchmark
 from annotation.imports.progress import FINISHED, stored_messages
 from annotation.imports.rows import ParsedImport, RowError
@@ -148,6 +152,58 @@ def start_import(
     return run_import_job(job_id=job.pk, on_progress=on_progress, inline=True)
 
 
+def start_long_import(
+    *,
+    study: RatingStudy,
+    kind: str,
+    uploaded_name: str,
+    content: bytes | IO[bytes],
+    actor: AbstractBaseUser,
+    importer: LongImporter,
+    background: bool | None = None,
+) -> ImportJob:
+    """Store an upload of ratings or scores and create its job; run it now when it is
+    provably small (or `background` is False), else queue TASKS[kind] after the commit.
+    Raises AnnotationError for a locked study or a file above the upload limit. An inline
+    run returns the finished job, a queued one the job as queued."""
+    if kind not in LONG_KINDS:
+        raise AnnotationError(f"unknown kind of long import {kind!r}", field="kind")
+    if study.is_locked:
+        raise AnnotationError(f"the study is locked: {kind} are frozen", field="study")
+    file_format = detect_long_format(name=uploaded_name, data=content)
+    upload = store_upload(content=content, name=uploaded_name, file_format=file_format)
+    in_background = not upload.provably_small() if background is None else background
+    with transaction.atomic():
+        job = ImportJob.objects.create(
+            study=study,
+            kind=kind,
+            created_by=actor,
+            file_format=file_format,
+            source_name=uploaded_name[:300],
+            source_path=upload.path,
+        )
+        audit.record(
+            actor=actor,
+            action="import.start",
+            target=job,
+            study=study,
+            after={
+                "kind": kind,
+                "file_format": file_format,
+                "source_name": job.source_name,
+                "bytes": upload.size,
+                "background": in_background,
+            },
+        )
+        if in_background:
+            transaction.on_commit(
+                functools.partial(queue_import_job, job.pk, task=LONG_TASKS[kind])
+            )
+    if in_background:
+        return job
+    return run_import_job(job_id=job.pk, inline=True, long_importers={kind: importer})
+
+
 def _settle_format(chosen: str, *, name: str, content: bytes | IO[bytes]) -> tuple[str, str]:
     """The format to read the upload in and a note of how it was settled: detected from
     the content and name (chosen == AUTO), or the coordinator's choice, with a warning when
@@ -168,12 +224,12 @@ def _settle_format(chosen: str, *, name: str, content: bytes | IO[bytes]) -> tup
     return chosen, note
 
 
-def queue_import_job(job_id: int) -> None:
-    """Send a committed job to a worker; if that fails, mark it failed rather than leave it
-    "queued" forever."""
+def queue_import_job(job_id: int, *, task: str = RUN_IMPORT_TASK) -> None:
+    """Send a committed job to a worker (`task`: the one for its kind); if that fails, mark it
+    failed rather than leave it "queued" forever."""
     try:
         # Sent by name: annotation.tasks imports this package, not the other way round.
-        current_app.send_task(RUN_IMPORT_TASK, args=[job_id])
+        current_app.send_task(task, args=[job_id])
     except Exception as exc:
         logger.exception("could not queue import job %s", job_id)
         failed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
@@ -201,16 +257,27 @@ def _check_may_import(*, study: RatingStudy, actor: AbstractBaseUser) -> None:
 
 
 def run_import_job(
-    *, job_id: int, on_progress: ProgressCallback | None = None, inline: bool = False
+    *,
+    job_id: int,
+    on_progress: ProgressCallback | None = None,
+    inline: bool = False,
+    long_importers: Mapping[str, LongImporter] | None = None,
 ) -> ImportJob:
     """Run one import job to its end. Idempotent: a finished job is returned as it is, and a
     job left "running" by a crashed worker starts again. Raises ImportJob.DoesNotExist for an
     unknown id. An unexpected exception marks the job failed (with the message) and is
-    re-raised."""
+    re-raised. A job of ratings or scores is run by the importer `long_importers` names for
+    its kind: annotation's task passes the ratings importer, the jury's its scores importer
+    (annotation does not import the jury)."""
     job, claimed = _claim(job_id)
     if not claimed:
         return job
     try:
+        if job.kind in LONG_KINDS:
+            importer = (long_importers or {}).get(job.kind)
+            if importer is None:
+                raise RuntimeError(f"a job of {job.kind} is run by the task {LONG_TASKS[job.kind]}")
+            return run_long_job(job, importer=importer, on_progress=on_progress)
         return _run(job, on_progress, inline=inline)
     except Exception as exc:
         try:
@@ -242,6 +309,7 @@ def _claim(job_id: int) -> tuple[ImportJob, bool]:
         job.finished_at = None
         job.runs_total = job.runs_checked = job.runs_done = 0
         job.run_summaries = []
+        job.summary = {}
         job.save()
         return job, True
 

@@ -27,6 +27,7 @@ class StudyIndex:
 
     items: dict[tuple[str, str], int]
     criteria: dict[str, RubricCriterion]
+    models: dict[str, list[str]]  # external id -> its models, for the hint of a wrong model
 
     @classmethod
     def of(cls, study: RatingStudy) -> StudyIndex:
@@ -37,13 +38,16 @@ class StudyIndex:
             )
         }
         criteria = {c.key: c for c in study.criteria.order_by("position", "pk")}
-        return cls(items=items, criteria=criteria)
+        models: dict[str, list[str]] = {}
+        for ext, model in sorted(items):
+            models.setdefault(ext, []).append(model)
+        return cls(items=items, criteria=criteria, models=models)
 
     def item(self, record: LongRecord, errors: list[LineError]) -> int | None:
         ext, model = record.cells["external_id"].strip(), record.cells["model"].strip()
         item_id = self.items.get((ext, model))
         if item_id is None:
-            models = sorted({m for e, m in self.items if e == ext})
+            models = self.models.get(ext, [])  # not a scan of every item per bad line
             hint = (
                 f"; this study has it with model {', '.join(repr(m) for m in models)}"
                 if models

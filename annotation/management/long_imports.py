@@ -1,11 +1,11 @@
 """The shared body of `manage.py import_ratings` and `manage.py import_scores`: the same
-service as the upload page, the summary printed, or every bad line as "line N, column C:
-reason" and a non-zero exit."""
+service as the upload page, the summary printed, or the first bad lines (at most
+longerrors.SHOWN_ERRORS) as "line N, column C: reason", their count and a non-zero exit."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -30,7 +30,7 @@ class LongImportCommand(BaseCommand):
         parser.add_argument("path", help="The long file: .csv or .jsonl (else read from content).")
 
     def run_import(
-        self, *, study: RatingStudy, data: bytes, name: str, actor: AbstractBaseUser
+        self, *, study: RatingStudy, data: IO[bytes], name: str, actor: AbstractBaseUser
     ) -> LongImportSummary:
         raise NotImplementedError
 
@@ -43,14 +43,14 @@ class LongImportCommand(BaseCommand):
         if not path.is_file():
             raise CommandError(f"{path} is not a file")
         try:
-            summary = self.run_import(
-                study=study, data=path.read_bytes(), name=path.name, actor=actor
-            )
+            with path.open("rb") as data:  # read line by line, never whole
+                summary = self.run_import(study=study, data=data, name=path.name, actor=actor)
         except LongFileRefused as exc:
             for error in exc.errors:
                 self.stderr.write(str(error))
+            listed = f" (the first {len(exc.errors)} listed)" if exc.count > len(exc.errors) else ""
             raise CommandError(
-                f"nothing was imported: {len(exc.errors)} problem(s) in {path.name}"
+                f"nothing was imported: {exc.count} problem(s) in {path.name}{listed}"
             ) from exc
         except AnnotationError as exc:
             raise CommandError(exc.message) from exc

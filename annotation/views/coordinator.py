@@ -4,6 +4,7 @@ that coordinators and researchers read."""
 from __future__ import annotations
 
 import json
+from typing import IO
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -265,7 +266,7 @@ def _import_page(
         job_id = _import_number(request.GET["job"])
         if job_id is None:
             return HttpResponseBadRequest('"job" must be the number of an import of this study.')
-        job = ImportJob.objects.filter(study=study, pk=job_id).first()
+        job = ImportJob.objects.filter(study=study, kind=ImportJob.Kind.ITEMS, pk=job_id).first()
         if job is None:
             raise Http404("No such import.")
     status = 200
@@ -310,7 +311,7 @@ def _import_page(
                 if job is not None and job.status == ImportJob.Status.SUCCEEDED
                 else None
             ),
-            "jobs": study.import_jobs.all()[:20],
+            "jobs": study.import_jobs.filter(kind=ImportJob.Kind.ITEMS)[:20],
             "max_upload_bytes": imports.max_upload_bytes(),
         },
         status=status,
@@ -395,10 +396,17 @@ def import_ratings(request: HttpRequest, study_id: int) -> HttpResponse:
         export_url=reverse("annotation:export-ratings-long", args=[study.pk]),
     )
 
-    def importer(data: bytes, name: str) -> services.LongImportSummary:
-        return services.import_ratings(study=study, data=data, name=name, actor=request.user)
+    def start(content: IO[bytes], name: str) -> ImportJob:
+        return imports.start_long_import(
+            study=study,
+            kind=ImportJob.Kind.RATINGS,
+            uploaded_name=name,
+            content=content,
+            actor=request.user,
+            importer=services.import_ratings,
+        )
 
-    return long_import_page(request, study, size_limit, page=page, importer=importer)
+    return long_import_page(request, study, size_limit, page=page, start=start)
 
 
 @login_required

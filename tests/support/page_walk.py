@@ -57,6 +57,8 @@ LEFT_OUT = {
     "annotation:export": "a file download (CSV/JSON), not a page",
     "annotation:export-ratings-long": "a CSV download, not a page",
     "annotation:export-checks": "a CSV download (attention-check results), not a page",
+    "annotation:import-errors": "a CSV download (every problem of a ratings or scores "
+    "import), not a page",
     "annotation:audit-export": "a CSV download (the audit log's rows), not a page",
     "annotation:resume": "redirects to annotation:rate, which is visited",
     "jury:export-scores-long": "a CSV download, not a page",

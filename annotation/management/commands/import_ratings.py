@@ -5,6 +5,8 @@ Imports human ratings from a long file (annotation.services.rating_imports).
 
 from __future__ import annotations
 
+from typing import IO
+
 from django.contrib.auth.models import AbstractBaseUser
 
 from annotation import services
@@ -21,6 +23,6 @@ class Command(LongImportCommand):
     kind = "ratings"
 
     def run_import(
-        self, *, study: RatingStudy, data: bytes, name: str, actor: AbstractBaseUser
+        self, *, study: RatingStudy, data: IO[bytes], name: str, actor: AbstractBaseUser
     ) -> services.LongImportSummary:
         return services.import_ratings(study=study, data=data, name=name, actor=actor)

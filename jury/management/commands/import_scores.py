@@ -5,6 +5,8 @@ Imports judge verdicts and metric scores from a long file (jury.score_imports).
 
 from __future__ import annotations
 
+from typing import IO
+
 from django.contrib.auth.models import AbstractBaseUser
 
 from annotation.management.long_imports import LongImportCommand
@@ -22,6 +24,6 @@ class Command(LongImportCommand):
     kind = "scores"
 
     def run_import(
-        self, *, study: RatingStudy, data: bytes, name: str, actor: AbstractBaseUser
+        self, *, study: RatingStudy, data: IO[bytes], name: str, actor: AbstractBaseUser
     ) -> LongImportSummary:
         return import_scores(study=study, data=data, name=name, actor=actor)
