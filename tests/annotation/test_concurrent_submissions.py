@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from annotation import services
 from annotation.models import Assignment, Rating
 from tests.factories import make_study_with_members
+from tests.support.threads import run_in_threads
 
 A = services.CriterionAnswer
 
@@ -30,32 +31,19 @@ def test_twenty_threads_leave_exactly_one_rating_per_assignment_and_criterion():
     # different value; 10 threads each submit a different assignment.
     same = mine[0]
     jobs = [(same.pk, 4 if i % 2 else 2) for i in range(10)] + [(a.pk, 3) for a in mine[1:11]]
-    barrier = threading.Barrier(len(jobs))
-    errors: list[BaseException] = []
 
     def submit(assignment_id: int, value: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            services.submit_assignment(
-                assignment_id=assignment_id,
-                clinician=clinician,
-                answers={
-                    "accuracy": A(value=value),
-                    "completeness": A(value=value),
-                    "clarity": A(value=value),
-                },
-            )
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        services.submit_assignment(
+            assignment_id=assignment_id,
+            clinician=clinician,
+            answers={
+                "accuracy": A(value=value),
+                "completeness": A(value=value),
+                "clarity": A(value=value),
+            },
+        )
 
-    threads = [threading.Thread(target=submit, args=job) for job in jobs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not errors, errors
+    run_in_threads([functools.partial(submit, *job) for job in jobs])
     per_pair = Counter(
         Rating.objects.filter(assignment__in=[a.pk for a in mine[:11]]).values_list(
             "assignment_id", "criterion_id"

@@ -3,15 +3,14 @@ time on item, not the audit trail, not a timestamp; it is answered as the first 
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from rest_framework.test import APIClient
 
 from annotation import services
 from annotation.models import Assignment, AuditEvent
 from tests.factories import make_study_with_members
+from tests.support.threads import run_at_once
 
 A = services.CriterionAnswer
 ANSWERS = {"accuracy": A(value=4), "completeness": A(value=3), "clarity": A(value=5)}
@@ -87,29 +86,14 @@ def test_twenty_parallel_identical_submits_count_the_time_once():
     setup = make_study_with_members(n_items=4, n_clinicians=2, k=2)
     clinician = setup.clinicians[0]
     a = Assignment.objects.filter(clinician=clinician).order_by("position").first()
-    barrier = threading.Barrier(20)
-    errors: list[BaseException] = []
-    returned: list[tuple] = []
 
-    def submit() -> None:
-        try:
-            barrier.wait(timeout=30)
-            done = services.submit_assignment(
-                assignment_id=a.pk, clinician=clinician, answers=ANSWERS, time_spent_seconds=30
-            )
-            returned.append(tuple(getattr(done, f) for f in STAMPS))
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
+    def submit() -> tuple:
+        done = services.submit_assignment(
+            assignment_id=a.pk, clinician=clinician, answers=ANSWERS, time_spent_seconds=30
+        )
+        return tuple(getattr(done, f) for f in STAMPS)
 
-    threads = [threading.Thread(target=submit) for _ in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-
-    assert not errors, errors
+    returned = run_at_once(submit, threads=20)
     final = stamps(a.pk)
     assert final[0] == 30
     assert set(returned) == {final}  # every submit answered with the same, stored state

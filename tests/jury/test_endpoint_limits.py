@@ -4,10 +4,9 @@ the chunk engine: two judges of concurrency 2 on a server limited to 2 never hav
 
 from __future__ import annotations
 
-import threading
+import functools
 
 import pytest
-from django.db import connections
 
 from jury import services
 from jury.execution import execute_call, execute_calls
@@ -15,6 +14,7 @@ from jury.limits.endpoints import origin_of
 from jury.models import EndpointLimit, JudgeLease, JuryRun
 from tests.factories import make_study_with_members
 from tests.jury.factories import make_judge
+from tests.support.threads import drain_in_threads, run_in_threads
 
 
 @pytest.fixture(autouse=True)
@@ -64,29 +64,10 @@ def two_judges_on_one_server(fake_provider, *, n_items: int = 6) -> JuryRun:
     return services.start_run(study=study, judges=judges, actor=None, dispatch=False)
 
 
-def run_in_threads(ids: list[int], threads: int = 6) -> None:
-    lock = threading.Lock()
-    errors: list[Exception] = []
-
-    def worker() -> None:
-        try:
-            while True:
-                with lock:
-                    if not ids:
-                        return
-                    call_id = ids.pop()
-                execute_call(call_id=call_id)
-        except Exception as exc:  # collected and asserted below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    pool = [threading.Thread(target=worker) for _ in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join(timeout=120)
-    assert not errors, errors
+def execute_in_threads(ids: list[int], threads: int = 6) -> None:
+    drain_in_threads(
+        ids, lambda call_id: execute_call(call_id=call_id), threads=threads, first_first=False
+    ).join(timeout=120)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -99,7 +80,7 @@ def test_two_judges_share_their_servers_limit_across_threads(
     else:
         settings.JURY_LIMITER = "database"
     run = two_judges_on_one_server(fake_provider)
-    run_in_threads(list(run.calls.values_list("pk", flat=True)))
+    execute_in_threads(list(run.calls.values_list("pk", flat=True)))
     assert run.calls.filter(status="ok").count() == 12
     assert fake_provider.max_in_flight == 2
     assert not JudgeLease.objects.exists()
@@ -114,16 +95,8 @@ def test_the_chunk_engine_holds_the_servers_limit(redis_limits, fake_provider):
         for judge in run.judges.all()
     ]
 
-    def chunk(ids: list[int]) -> None:
-        try:
-            execute_calls(call_ids=ids)
-        finally:
-            connections.close_all()
-
-    chunks = [threading.Thread(target=chunk, args=(ids,)) for ids in by_judge]
-    for t in chunks:
-        t.start()
-    for t in chunks:
-        t.join(timeout=120)
+    run_in_threads(
+        [functools.partial(execute_calls, call_ids=ids) for ids in by_judge], timeout=120
+    )
     assert run.calls.filter(status="ok").count() == 16
     assert fake_provider.max_in_flight == 2

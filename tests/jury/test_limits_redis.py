@@ -6,6 +6,7 @@ Each test uses keys of its own (the `redis_limits` prefix) in Redis database 13.
 from __future__ import annotations
 
 import asyncio
+import functools
 import multiprocessing
 import threading
 import time
@@ -15,6 +16,7 @@ import pytest
 
 from jury import limits
 from jury.execution.engine import Engine
+from tests.support.threads import run_in_threads
 
 pytestmark = pytest.mark.redis
 
@@ -74,11 +76,7 @@ def test_concurrency_cap_holds_across_threads(redis_limits):
             counter.decr(key)
             limiter.release_slot(judge_id=j.pk, call_id=call_id)
 
-    threads = [threading.Thread(target=worker, args=(1000 * n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads([functools.partial(worker, 1000 * n) for n in range(8)], timeout=120)
     assert len(seen) == 120 and max(seen) <= 3
     assert limiter.client.llen(limiter.free_key(j.pk)) == 3  # every slot came back
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from jury.providers import (
 )
 from jury.verdicts import parse_verdict
 from tests.support.local_model import require_local_model
+from tests.support.threads import run_at_once
 
 CRITERIA = (
     CriterionSpec(
@@ -165,21 +165,7 @@ def test_local_judge_scores_five_items_for_real(fresh_model_cache):
 def test_local_judge_is_deterministic_and_serialises_threads(fresh_model_cache):
     client = client_for(provider="local", model_id="smollm2-135m-instruct", params=MODEL_PARAMS)
     request = item_request(*ITEMS[3])
-    texts: list[str] = []
-    errors: list[BaseException] = []
-
-    def judge() -> None:
-        try:
-            texts.append(client.complete(request).text)
-        except BaseException as exc:  # surfaced by the assertion below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=judge) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not errors
+    texts = run_at_once(lambda: client.complete(request).text, threads=2, timeout=300)
     texts.append(client.complete(request).text)
     assert len(texts) == 3 and len(set(texts)) == 1  # greedy, fixed seed, one context
 

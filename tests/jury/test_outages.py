@@ -6,12 +6,9 @@ the calls with that reason; a timed-out call keeps the time it cost."""
 from __future__ import annotations
 
 import io
-import threading
-from collections.abc import Callable
 
 import pytest
 from django.core.management import call_command
-from django.db import connections
 
 from jury import services
 from jury.execution import execute_call
@@ -19,6 +16,7 @@ from jury.models import JuryRun
 from tests.factories import make_study_with_members
 from tests.jury.factories import make_judge, one_item_run
 from tests.support.processes import wait_for
+from tests.support.threads import Threads, drain_in_threads, in_background
 
 OUTAGE_TEXT = "provider unreachable since"
 
@@ -36,36 +34,10 @@ def quick_breaker(settings):
     settings.JURY_BREAKER_PROBE_SECONDS = 0.3
 
 
-def run_in_threads(run: JuryRun, n_threads: int = 2) -> Callable[[], list[BaseException]]:
-    """Execute the run's calls in worker threads; returns a join that gives their errors."""
+def run_in_threads(run: JuryRun, n_threads: int = 2) -> Threads:
+    """Execute the run's calls in worker threads, started now; `join()` them."""
     ids = list(run.calls.order_by("pk").values_list("pk", flat=True))
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def worker() -> None:
-        try:
-            while True:
-                with lock:
-                    if not ids:
-                        return
-                    call_id = ids.pop(0)
-                execute_call(call_id=call_id)
-        except BaseException as exc:  # collected and asserted by the test
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=worker) for _ in range(n_threads)]
-    for t in threads:
-        t.start()
-
-    def join() -> list[BaseException]:
-        for t in threads:
-            t.join(timeout=120)
-        assert not any(t.is_alive() for t in threads), "a call never ended"
-        return errors
-
-    return join
+    return drain_in_threads(ids, lambda call_id: execute_call(call_id=call_id), threads=n_threads)
 
 
 def run_page(client, setup, run: JuryRun) -> str:
@@ -80,21 +52,16 @@ def test_an_outage_pauses_the_calls_and_they_all_end_ok(client, fake_provider, q
     run = services.start_run(study=setup.study, judges=[judge], actor=None, dispatch=False)
     client.force_login(setup.coordinator)
     fake_provider.stop()  # connections refused from the start
-    join = run_in_threads(run)
+    workers = run_in_threads(run)
     watched = io.StringIO()
-    watcher = threading.Thread(
-        target=lambda: (
-            call_command("run_jury", watch=run.pk, stdout=watched),
-            connections.close_all(),
+    with in_background(lambda: call_command("run_jury", watch=run.pk, stdout=watched)):
+        wait_for(
+            lambda: OUTAGE_TEXT in run_page(client, setup, run), 30, "the page to show the outage"
         )
-    )
-    watcher.start()
-    wait_for(lambda: OUTAGE_TEXT in run_page(client, setup, run), 30, "the page to show the outage")
-    assert judge.name in run_page(client, setup, run)
-    wait_for(lambda: OUTAGE_TEXT in watched.getvalue(), 30, "run_jury to print the outage")
-    fake_provider.start()  # back, on the same port
-    assert join() == []
-    watcher.join(timeout=60)
+        assert judge.name in run_page(client, setup, run)
+        wait_for(lambda: OUTAGE_TEXT in watched.getvalue(), 30, "run_jury to print the outage")
+        fake_provider.start()  # back, on the same port
+        workers.join(timeout=120)
     assert set(run.calls.values_list("status", flat=True)) == {"ok"}
     assert fake_provider.total_requests == 6  # once back, each call was answered once
     run.refresh_from_db()
@@ -112,7 +79,7 @@ def test_an_outage_longer_than_the_retry_budget_ends_the_calls_with_the_reason(
     judge = make_judge(fake_provider, max_concurrency=2, retry_budget_seconds=2)
     run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
     fake_provider.stop()
-    assert run_in_threads(run)() == []
+    run_in_threads(run).join(timeout=120)
     calls = list(run.calls.all())
     assert {c.status for c in calls} == {"provider_error"}
     for call in calls:

@@ -4,11 +4,9 @@ status path, retries, limits, the cache, cancel and resume."""
 from __future__ import annotations
 
 import random
-import threading
 from decimal import Decimal
 
 import pytest
-from django.db import connections
 
 from annotation import services as annotation_services
 from jury import selectors, services
@@ -17,6 +15,7 @@ from jury.models import JudgeCall, JudgeLease, JudgeScore, JuryRun
 from tests.factories import make_study_with_members
 from tests.jury.factories import make_judge, one_item_run
 from tests.support.jury_aggregate import jury_composites
+from tests.support.threads import drain_in_threads
 
 
 @pytest.fixture
@@ -228,28 +227,9 @@ def test_concurrency_limit_holds_across_threads(fake_provider):
     fake_provider.latency_seconds = 0.15
     run = services.start_run(study=study, judges=[judge], actor=None, dispatch=False)
     ids = list(run.calls.values_list("pk", flat=True))
-    lock = threading.Lock()
-    errors = []
-
-    def worker():
-        try:
-            while True:
-                with lock:
-                    if not ids:
-                        return
-                    call_id = ids.pop()
-                execute_call(call_id=call_id)
-        except Exception as exc:  # collected and asserted below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=worker) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors
+    drain_in_threads(
+        ids, lambda call_id: execute_call(call_id=call_id), threads=6, first_first=False
+    ).join(timeout=120)
     assert fake_provider.max_in_flight == 2
     assert run.calls.filter(status="ok").count() == 12
     assert not JudgeLease.objects.exists()

@@ -3,7 +3,6 @@ a second delivery, another worker's claim, a cancelled run, and how runs are sen
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from jury import execution, limits, services
 from jury.models import JudgeScore
 from tests.jury.factories import call_ids, make_judge
+from tests.support.threads import in_background
 
 pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("chunk_limits")]
 
@@ -50,12 +50,8 @@ def test_a_call_another_live_worker_holds_is_waited_for(study, fake_provider):
         time.sleep(0.5)
         other.stop()  # no release: its heartbeat ends and its owner key lapses (at once)
 
-    killer = threading.Thread(target=die)
-    killer.start()
-    try:
+    with in_background(die):
         counts = execution.execute_calls(call_ids=ids)
-    finally:
-        killer.join()
     assert counts == {"pending": 0, "ok": 4}
     assert fake_provider.total_requests == 4
 

@@ -3,8 +3,6 @@ while it backs off, a resume, and a reply cut at max_tokens sent through aiohttp
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from jury import execution, services
@@ -12,6 +10,7 @@ from jury.models import JudgeAttempt, JuryRun
 from tests.jury.factories import call_ids, make_judge, one_item_run
 from tests.support.attempts import assert_rows_are_the_requests
 from tests.support.celery_worker import wait_for
+from tests.support.threads import in_background
 
 pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("chunk_limits")]
 
@@ -59,10 +58,8 @@ def test_a_call_cancelled_while_it_backs_off_keeps_its_failed_attempt(fake_provi
         wait_for(lambda: fake_provider.total_requests >= 1, 30, "the first request")
         services.cancel_run(run=run, actor=None)
 
-    canceller = threading.Thread(target=cancel_after_the_first_request)
-    canceller.start()
-    counts = execution.execute_calls(call_ids=call_ids(run))
-    canceller.join()
+    with in_background(cancel_after_the_first_request):
+        counts = execution.execute_calls(call_ids=call_ids(run))
     assert counts == {"pending": 1}
     call = run.calls.get()
     assert (call.status, call.attempts) == ("pending", 1)

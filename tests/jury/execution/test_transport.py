@@ -7,26 +7,13 @@ import asyncio
 import threading
 
 from jury import execution
+from tests.support.threads import run_in_threads
 
 
 def run_on_own_loop(coroutine_function):
     """Run a coroutine on a fresh event loop in its own thread, as a worker's engine does:
     in the full suite the browser tests leave Playwright's loop running in this thread."""
-    result: list = []
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            result.append(asyncio.run(coroutine_function()))
-        except BaseException as exc:  # re-raised in the test's thread
-            errors.append(exc)
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join(timeout=60)
-    if errors:
-        raise errors[0]
-    return result[0]
+    return run_in_threads([lambda: asyncio.run(coroutine_function())])[0]
 
 
 class _OneShotServer:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from jury.providers import ProviderError
 from jury.verdicts import parse_verdict
 from tests.jury.providers.factories import CRITERIA, make_client, make_request
 from tests.support.fake_provider import FakeProvider
+from tests.support.threads import in_background
 
 
 def test_concurrent_calls_overlap_and_all_succeed():
@@ -48,21 +50,14 @@ def test_server_stop_interrupts_a_sleeping_handler():
     fake = FakeProvider(timeout_sleep_seconds=60).start()
     fake.enqueue("timeout")
     client = make_client(fake, "openai")
-    errors: list[BaseException] = []
-
-    def call() -> None:
-        try:
-            client.complete(make_request())
-        except ProviderError as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=call, daemon=True)
-    thread.start()
-    while fake.in_flight == 0:
-        time.sleep(0.01)
-    started = time.monotonic()
-    fake.stop()
-    thread.join(timeout=10)
+    # the client sees the connection close, not a hang
+    with (
+        pytest.raises(ProviderError),
+        in_background(lambda: client.complete(make_request()), timeout=10),
+    ):
+        while fake.in_flight == 0:
+            time.sleep(0.01)
+        started = time.monotonic()
+        fake.stop()
     assert time.monotonic() - started < 5
     assert fake.in_flight == 0
-    assert len(errors) == 1  # the client saw the connection close, not a hang

@@ -15,6 +15,7 @@ from jury.execution.clients import AsyncProvider
 from jury.models import Judge
 from jury.providers import BadRequest, client_for
 from tests.jury.providers.factories import API_KEY, PROTOCOLS, make_request
+from tests.support.threads import run_in_threads
 
 
 @pytest.fixture
@@ -60,7 +61,6 @@ def test_the_engine_path_does_not_follow_a_redirect(redirector, fake_provider, p
     judge = Judge(
         name="j", provider=protocol, model_id="m", endpoint=endpoint_of(redirector, protocol)
     )
-    errors: list[BaseException] = []
 
     async def send() -> None:
         provider = AsyncProvider(judge, API_KEY)
@@ -69,15 +69,8 @@ def test_the_engine_path_does_not_follow_a_redirect(redirector, fake_provider, p
         finally:
             await provider.aclose()
 
-    def target() -> None:
-        try:
-            asyncio.run(send())
-        except BaseException as exc:  # looked at in the test's thread
-            errors.append(exc)
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join(timeout=30)
-    assert len(errors) == 1 and isinstance(errors[0], BadRequest), errors
-    assert errors[0].status_code == 307
+    # in a thread of its own: the test's thread may already run an event loop
+    with pytest.raises(BadRequest) as refused:
+        run_in_threads([lambda: asyncio.run(send())], timeout=30)
+    assert refused.value.status_code == 307
     assert fake_provider.total_requests == 0
