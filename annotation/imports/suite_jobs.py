@@ -1,7 +1,9 @@
 """An import job of a HELM suite: every run of a suite zip (imports.suite), one at a time.
 
 Each run is all-or-nothing, checked as a single-run import is (validation.validate_rows)
-and, across the suite, for an (external id, model) that another run holds too. What happens
+and, across the suite, for an (external id, model) that another run holds too. Before any
+run is checked, the suite is unpacked once to count its bytes against
+MEDHELM_IMPORT_MAX_UNPACKED_BYTES (above it the job fails and nothing is saved). What happens
 to a bad run is the coordinator's choice (ImportJob.on_bad_run):
 - "refuse": every run is checked first and nothing is saved when one is bad; then each run
   is read again and saved in its own transaction (one run in memory at a time). A conflict
@@ -25,6 +27,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.errors import AnnotationError
 from annotation.imports.after_import import run_after_import_steps
 from annotation.imports.helm import helm_benchmark_name, helm_rows
 from annotation.imports.job_state import LOCKED, Key, fingerprints, item_keys, late_conflicts
@@ -72,6 +75,10 @@ def run_suite_job(
     job.runs_total = len(suite.runs)
     job.save(update_fields=["runs_total"])
     runner = _SuiteRunner(job, suite, on_progress, study=study)
+    try:
+        suite.check_unpacked_total()  # before any run is read: nothing is saved above it
+    except AnnotationError as exc:
+        return runner.fail_whole(exc)
     if job.on_bad_run == ImportJob.OnBadRun.REFUSE:
         return runner.refuse_if_bad(inline=inline)
     return runner.skip_bad(inline=inline)
@@ -152,6 +159,11 @@ class _SuiteRunner:
             why = RowError("suite", "every run of the suite is bad: nothing was imported", -1)
             return self._fail([why])
         return self._succeed(inline=inline)
+
+    def fail_whole(self, problem: AnnotationError) -> ImportJob:
+        """Fail the job before any run was read, for a problem of the whole upload."""
+        why = f"{problem.message}; nothing was imported"
+        return self._fail([RowError(problem.field or "file", why, -1)])
 
     # --- one run -----------------------------------------------------------------------------
 
