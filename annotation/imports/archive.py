@@ -185,15 +185,25 @@ class UploadZip:
         (and unpacking) as soon as they pass it. See expands_within."""
         count = 0
         for member in self.members:
-            try:
-                with contextlib.closing(self._unpack(member)) as chunks:
-                    for chunk in chunks:
-                        count += len(chunk)
-                        if count > budget:
-                            return False
-            except AnnotationError:
-                continue  # reading it again stops at the same place
+            count += self.count_unpacked(member, most=budget - count)
+            if count > budget:
+                return False
         return True
+
+    def count_unpacked(self, member: zipfile.ZipInfo, *, most: int) -> int:
+        """How many bytes the member unpacks to, counted while unpacking (nothing kept) and
+        stopping as soon as the count passes `most`. A member that cannot be unpacked counts
+        the bytes it yielded before its problem: whoever reads it meets the problem there."""
+        count = 0
+        try:
+            with contextlib.closing(self._unpack(member)) as chunks:
+                for chunk in chunks:
+                    count += len(chunk)
+                    if count > most:
+                        break
+        except AnnotationError:
+            pass
+        return count
 
     def _unpack(self, member: zipfile.ZipInfo) -> Iterator[bytes]:
         """The member's bytes chunk by chunk, as they are unpacked; raises AnnotationError

@@ -62,7 +62,7 @@ COUNT_KEYS = {
     _EACH_COMPLETION: "extra_completions_imported",
     _UNMAPPED: "multiple_choice_unmapped",
     _MULTIPLE_CHOICE: "multiple_choice",
-    _CONTEXT_KEPT: "context_kept",
+    _CONTEXT_KEPT: helm_context.KEPT,
     _CONTEXT_WHOLE: helm_context.WHOLE_PROMPT,
     _CONTEXT_NAMES_MODEL: helm_context.NAMES_MODEL,
 }
@@ -174,6 +174,7 @@ def helm_rows(run: HelmRun, *, completions: str = FIRST) -> ParsedImport:
         reader.read(index, request_state)
     reader.warn_noted()
     parsed.warnings.sort(key=lambda w: w.order)
+    helm_context.withhold_differing_contexts(parsed)
     return parsed
 
 

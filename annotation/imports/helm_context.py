@@ -10,19 +10,35 @@ prompt (a scenario that reformats it) the whole prompt is kept, so nothing is lo
 
 Blinding: HELM's prompts do not name the model (the adapter spec's instructions and the
 scenario's instances are the same for every model of a run entry), but a scenario's text
-might; a context that contains the request's model name is not kept, and counted.
+might; a context that contains the request's model name is not kept, and counted. Nor is a
+context that differs between the models of one instance (other instructions, another
+few-shot block, other whitespace, a system prompt for one model): it would tell raters
+which model is which, so ContextSurvey finds such instances across a run, or across the
+runs of a suite, and no model's context of them is kept; they are counted and warned about
+with an example, as the contexts naming the model are.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+from annotation.imports.rows import ParsedImport, ParsedRow, RowError
+from annotation.models import Item
 
 # Why a context was not kept (or was kept whole), each counted in parsed.counts.
 NAMES_MODEL = "context_names_model"
 WHOLE_PROMPT = "context_whole_prompt"
+DIFFERS_BY_MODEL = "context_differs_by_model"
+KEPT = "context_kept"  # request states whose context is kept
+DIFFERS_NOTE = (
+    "context not kept: the prompt before the input differs between models for the same "
+    "instance (raters could tell the models apart by it)"
+)
+_SHOWN_MODELS = 4
 # Model-name parts shorter than this are too common to be a sign of the model ("gpt").
 _MIN_NAME_PART = 4
 
@@ -73,3 +89,68 @@ def _model_pattern(model: str) -> re.Pattern[str] | None:
         return None
     names = "|".join(re.escape(p) for p in parts)
     return re.compile(rf"(?<![\w-])(?:{names})(?![\w-])", re.IGNORECASE)
+
+
+# --- one context for every model of an instance -------------------------------------------------
+
+_Instance = tuple[str, str]  # (benchmark, HELM instance id)
+
+
+def _instance(row: ParsedRow) -> _Instance:
+    return (row.benchmark, str(row.metadata.get("helm_instance_id", row.external_id)))
+
+
+def _digest(row: ParsedRow) -> bytes:
+    text = row.metadata.get(Item.PROMPT_CONTEXT_KEY, "")
+    return hashlib.blake2b(str(text).encode(), digest_size=16).digest()
+
+
+@dataclass
+class ContextSurvey:
+    """The context each model was shown per instance, as digests: record every row of the
+    runs imported together, then withhold the contexts of the instances where the models'
+    contexts differ (a model without a context differs from one with)."""
+
+    _seen: dict[_Instance, dict[bytes, str]] = field(default_factory=dict)
+    differing: dict[_Instance, set[str]] = field(default_factory=dict)
+
+    def record(self, rows: list[ParsedRow]) -> None:
+        for row in rows:
+            key = _instance(row)
+            contexts = self._seen.setdefault(key, {})
+            contexts.setdefault(_digest(row), row.model_name)
+            if len(contexts) > 1:
+                models = self.differing.setdefault(key, set(contexts.values()))
+                models.add(row.model_name)
+
+    def withhold(self, parsed: ParsedImport) -> None:
+        """Drop the context of parsed's rows whose instance differs between models; count
+        those instances in parsed.counts[DIFFERS_BY_MODEL] and warn once, with an example."""
+        found: dict[_Instance, int] = {}
+        for row in parsed.rows:
+            key = _instance(row)
+            if key in self.differing and Item.PROMPT_CONTEXT_KEY in row.metadata:
+                del row.metadata[Item.PROMPT_CONTEXT_KEY]
+                if "helm_completion_index" not in row.metadata:  # one per request state
+                    parsed.counts[KEPT] = parsed.counts.get(KEPT, 0) - 1
+                found.setdefault(key, row.order)
+        if not found:
+            return
+        parsed.counts[DIFFERS_BY_MODEL] = parsed.counts.get(DIFFERS_BY_MODEL, 0) + len(found)
+        if not parsed.counts.get(KEPT, 1):
+            del parsed.counts[KEPT]
+        (benchmark, instance), order = next(iter(found.items()))
+        models = sorted(self.differing[(benchmark, instance)])
+        shown = ", ".join(models[:_SHOWN_MODELS]) + (", ..." if len(models) > _SHOWN_MODELS else "")
+        where = f"{benchmark}/{instance}" if benchmark else instance
+        count = f"{len(found)} instance{'s' if len(found) > 1 else ''}"
+        reason = f"{DIFFERS_NOTE}: {count} (first {where}, between models {shown})"
+        parsed.warnings.append(RowError("request_states", reason, order))
+        parsed.warnings.sort(key=lambda w: w.order)
+
+
+def withhold_differing_contexts(parsed: ParsedImport) -> None:
+    """Within one run: withhold the contexts that differ between its models (ContextSurvey)."""
+    survey = ContextSurvey()
+    survey.record(parsed.rows)
+    survey.withhold(parsed)

@@ -5,7 +5,9 @@ A suite is read one run at a time (SuiteZip.runs names the run directories, read
 one), so that a suite of hundreds of runs is never in memory whole. A folder is packed into
 a zip file on disk (pack_helm_folder: only the two files a run is read from) and imported
 like an uploaded zip. In a suite zip the limit on the bytes a zip unpacks to
-(MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES) holds for each run, and the zip may list up to
+(MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES) holds for each run, all the runs together may unpack to
+MEDHELM_IMPORT_MAX_UNPACKED_BYTES (SuiteZip.check_unpacked_total, counted before any run is
+read, so that a suite above it is refused whole), and the zip may list up to
 MEDHELM_IMPORT_SUITE_MAX_MEMBERS members (a HELM run directory holds about ten files).
 """
 
@@ -70,6 +72,25 @@ class SuiteZip:
 
     def close(self) -> None:
         self._zip.close()
+
+    def check_unpacked_total(self) -> None:
+        """Unpack the files of every run once, counting their bytes (nothing is kept), and
+        raise AnnotationError (field "file") naming the limit and the run where the count
+        passes settings.MEDHELM_IMPORT_MAX_UNPACKED_BYTES; it stops unpacking there."""
+        limit = settings.MEDHELM_IMPORT_MAX_UNPACKED_BYTES
+        total = 0
+        for folder in self.runs:
+            before = total
+            for info in self._files[folder].values():
+                total += self._zip.count_unpacked(info, most=limit - total)
+                if total > limit:
+                    raise AnnotationError(
+                        f"{self.label} unpacks to more than {limit:,} bytes, the limit for all "
+                        "the runs of one upload together (MEDHELM_IMPORT_MAX_UNPACKED_BYTES): "
+                        f"the runs before {folder}/ unpack to {before:,} bytes and run "
+                        f"{folder}/ passes the limit; unpacking stopped there",
+                        field="file",
+                    )
 
     def read_run(self, folder: str) -> HelmRun:
         """The run in `folder` (one of `runs`); a problem of its files is the run's error."""

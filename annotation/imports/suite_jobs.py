@@ -1,7 +1,11 @@
 """An import job of a HELM suite: every run of a suite zip (imports.suite), one at a time.
 
 Each run is all-or-nothing, checked as a single-run import is (validation.validate_rows)
-and, across the suite, for an (external id, model) that another run holds too. What happens
+and, across the suite, for an (external id, model) that another run holds too. Before any
+run is checked, the suite is unpacked once to count its bytes against
+MEDHELM_IMPORT_MAX_UNPACKED_BYTES (above it the job fails and nothing is saved), and read
+once for the contexts each model was shown (helm_context.ContextSurvey: a context that
+differs between the models of an instance is kept for none of them). What happens
 to a bad run is the coordinator's choice (ImportJob.on_bad_run):
 - "refuse": every run is checked first and nothing is saved when one is bad; then each run
   is read again and saved in its own transaction (one run in memory at a time). A conflict
@@ -25,8 +29,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.errors import AnnotationError
 from annotation.imports.after_import import run_after_import_steps
 from annotation.imports.helm import helm_benchmark_name, helm_rows
+from annotation.imports.helm_context import ContextSurvey
 from annotation.imports.job_state import LOCKED, Key, fingerprints, item_keys, late_conflicts
 from annotation.imports.placement import place_by_benchmark
 from annotation.imports.progress import stored_messages
@@ -72,6 +78,11 @@ def run_suite_job(
     job.runs_total = len(suite.runs)
     job.save(update_fields=["runs_total"])
     runner = _SuiteRunner(job, suite, on_progress, study=study)
+    try:
+        suite.check_unpacked_total()  # before any run is read: nothing is saved above it
+    except AnnotationError as exc:
+        return runner.fail_whole(exc)
+    runner.survey_contexts()
     if job.on_bad_run == ImportJob.OnBadRun.REFUSE:
         return runner.refuse_if_bad(inline=inline)
     return runner.skip_bad(inline=inline)
@@ -95,6 +106,7 @@ class _SuiteRunner:
         self.errors: list[RowError] = []
         self.warnings: list[RowError] = []
         self.summaries: list[dict] = []
+        self.contexts = ContextSurvey()
 
     # --- the two policies ------------------------------------------------------------------
 
@@ -153,11 +165,26 @@ class _SuiteRunner:
             return self._fail([why])
         return self._succeed(inline=inline)
 
+    def survey_contexts(self) -> None:
+        """Read every run once for the contexts its models were shown, before any run is
+        checked or saved: a context that differs between the models of an instance, within
+        a run or across the suite's runs, is then withheld from every model's item."""
+        for folder in self.suite.runs:
+            parsed = helm_rows(self.suite.read_run(folder), completions=self.job.helm_completions)
+            if not parsed.errors:  # a run that cannot be imported shows raters nothing
+                self.contexts.record(parsed.rows)
+
+    def fail_whole(self, problem: AnnotationError) -> ImportJob:
+        """Fail the job before any run was read, for a problem of the whole upload."""
+        why = f"{problem.message}; nothing was imported"
+        return self._fail([RowError(problem.field or "file", why, -1)])
+
     # --- one run -----------------------------------------------------------------------------
 
     def _check(self, folder: str, seen: dict[Key, str]) -> _Run:
         helm_run = self.suite.read_run(folder)
         parsed = helm_rows(helm_run, completions=self.job.helm_completions)
+        self.contexts.withhold(parsed)
         place_by_benchmark(parsed, self.task_names)
         label = helm_run.label or folder
         existing = fingerprints(

@@ -151,8 +151,10 @@ MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES = env_positive_int(
 )
 MEDHELM_IMPORT_ZIP_MAX_MEMBERS = env_positive_int("MEDHELM_IMPORT_ZIP_MAX_MEMBERS", 1000)
 # A zip of a HELM suite (annotation.imports.suite): its runs are read one at a time, the byte
-# limits above holding for each run; a run directory holds about ten files.
+# limits above holding for each run; a run directory holds about ten files. All its runs
+# together may unpack to at most MEDHELM_IMPORT_MAX_UNPACKED_BYTES, counted before any is read.
 MEDHELM_IMPORT_SUITE_MAX_MEMBERS = env_positive_int("MEDHELM_IMPORT_SUITE_MAX_MEMBERS", 20000)
+MEDHELM_IMPORT_MAX_UNPACKED_BYTES = env_positive_int("MEDHELM_IMPORT_MAX_UNPACKED_BYTES", 4 * 2**30)
 if MEDHELM_IMPORT_INLINE_MAX_BYTES > MEDHELM_IMPORT_MAX_UPLOAD_BYTES:
     raise ImproperlyConfigured(
         "MEDHELM_IMPORT_INLINE_MAX_BYTES must not exceed MEDHELM_IMPORT_MAX_UPLOAD_BYTES"
@@ -160,6 +162,10 @@ if MEDHELM_IMPORT_INLINE_MAX_BYTES > MEDHELM_IMPORT_MAX_UPLOAD_BYTES:
 if MEDHELM_IMPORT_ZIP_MAX_MEMBER_BYTES > MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES:
     raise ImproperlyConfigured(
         "MEDHELM_IMPORT_ZIP_MAX_MEMBER_BYTES must not exceed MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES"
+    )
+if MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES > MEDHELM_IMPORT_MAX_UNPACKED_BYTES:
+    raise ImproperlyConfigured(
+        "MEDHELM_IMPORT_ZIP_MAX_TOTAL_BYTES must not exceed MEDHELM_IMPORT_MAX_UNPACKED_BYTES"
     )
 # Django's own upload limits, stated here because the import limits rely on them: an
 # uploaded file above FILE_UPLOAD_MAX_MEMORY_SIZE is streamed to a temporary file, not held in

@@ -144,3 +144,45 @@ def patch_member(data: bytes, name: str, **fields: int) -> bytes:
         for start in (info.header_offset + _LOCAL[field_name], central + _CENTRAL[field_name]):
             out[start : start + width] = value.to_bytes(width, "little")
     return bytes(out)
+
+
+# --- suites made of the sample run -------------------------------------------------------------
+
+
+def sample_run(model: str, prompts: dict[str, str] | None = None) -> dict[str, bytes]:
+    """The sample run's files (scenario_state.json, run_spec.json) as `model` ("org/name")
+    ran it: every request and the run's name name that model. `prompts` replaces the prompt
+    of the given instance ids."""
+    state = json.loads((HELM_RUN / "scenario_state.json").read_bytes())
+    spec = json.loads((HELM_RUN / "run_spec.json").read_bytes())
+    for adapter in (state["adapter_spec"], spec["adapter_spec"]):
+        adapter["model"] = adapter["model_deployment"] = model
+    for request_state in state["request_states"]:
+        request_state["request"]["model"] = request_state["request"]["model_deployment"] = model
+        instance = request_state["instance"]["id"]
+        if prompts and instance in prompts:
+            request_state["request"]["prompt"] = prompts[instance]
+    spec["name"] = f"medi_qa:model={model.replace('/', '_')}"
+    return {
+        "scenario_state.json": json.dumps(state).encode(),
+        "run_spec.json": json.dumps(spec).encode(),
+    }
+
+
+def suite_zip(runs: dict[str, dict[str, bytes]], *, suite: str = "tests") -> bytes:
+    """A zip of a suite folder `suite`/: a run directory per entry of `runs` (its name: its
+    files)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for folder, files in runs.items():
+            for name, data in files.items():
+                archive.writestr(f"{suite}/{folder}/{name}", data)
+    return buffer.getvalue()
+
+
+def sample_prompt(instance: str) -> str:
+    """The sample run's prompt of `instance` (its id, e.g. "id102")."""
+    state = json.loads((HELM_RUN / "scenario_state.json").read_bytes())
+    return next(
+        s["request"]["prompt"] for s in state["request_states"] if s["instance"]["id"] == instance
+    )
