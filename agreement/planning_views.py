@@ -16,7 +16,6 @@ from django.http import (
     Http404,
     HttpRequest,
     HttpResponse,
-    HttpResponseNotAllowed,
     HttpResponseRedirect,
     JsonResponse,
 )
@@ -80,7 +79,13 @@ def plan(request: HttpRequest, study_id: int) -> HttpResponse:
     if request.method == "POST":
         asked, built = _bound_forms(study, SIMULATION, request.POST)
     elif request.GET.get("question") == SIMULATION:
-        return HttpResponseNotAllowed(["POST"])
+        # A link (an old bookmark, or a cross-site one) starts nothing: 405, said on a page
+        # that leads back to the form.
+        refused = render(
+            request, "agreement/plan_simulation_get.html", {"study": study}, status=405
+        )
+        refused["Allow"] = "POST"
+        return refused
     else:
         asked, built = _bound_forms(study, request.GET.get("question"), request.GET)
     context: dict[str, Any] = {"study": study, "forms": built, "asked": asked}

@@ -22,7 +22,7 @@ from django.urls import URLResolver, get_resolver
 from django.utils import timezone
 
 from agreement import services as agreement_services
-from annotation.models import Item, Rating
+from annotation.models import ImportJob, Item, Rating
 from delphi import services as delphi_services
 from delphi.exports import EXPORT_NAMES
 from delphi.models import DelphiStudy, Response, RoundItem, TaxonomyNode
@@ -184,6 +184,33 @@ def test_long_ratings_and_scores_exports_quote_ids_models_names_and_comments(hos
     for kind in ("external_ids", "models", "judges"):
         assert texts[kind] <= quoted, (kind, texts[kind] - quoted)
     assert_numbers(rows, ("value",), url)
+
+
+def test_the_import_errors_csv_quotes_what_the_file_said(hostile_study, client):
+    # A ratings file whose every field is hostile: each line is refused, and the error file
+    # (line, column, reason) carries the file's own text back to the coordinator.
+    built, _ = hostile_study
+    client.force_login(built.members.coordinator)
+    study = built.study.pk
+    lines = ["external_id,model,rater,criterion,value"]
+    for i in range(len(HOSTILE)):
+        lines.append(
+            ",".join(
+                '"' + hostile(i + shift, f"f{shift}-{i}").replace('"', '""') + '"'
+                for shift in range(5)
+            )
+        )
+    upload = io.BytesIO(("\r\n".join(lines) + "\r\n").encode())
+    upload.name = "hostile-ratings.csv"
+    page = client.post(f"/studies/{study}/import/ratings/", {"file": upload})
+    assert page.status_code in (200, 302, 400), page.status_code
+    job = ImportJob.objects.filter(study=built.study, kind="ratings").latest("pk")
+    url = f"/studies/{study}/import/{job.pk}/errors.csv"
+    rows = download(client, url)
+    assert rows[0] == ["line", "column", "reason"] and len(rows) > len(HOSTILE)
+    quoted_cells(rows, url)  # no cell a spreadsheet would run
+    reasons = " ".join(row[2] for row in rows[1:])
+    assert any(text.strip() in reasons for text in HOSTILE), "the file's text is in the reasons"
 
 
 def test_jury_calls_csv_quotes_judge_names_ids_and_errors(hostile_study, client):
@@ -390,6 +417,7 @@ def test_every_delphi_csv_export_quotes_user_text(db, client):
 # ------------------------------------------------------------------- every route covered
 
 COVERED_ROUTES = {
+    "studies/<int:study_id>/import/<int:job_id>/errors.csv",
     "studies/<int:study_id>/export/ratings.<str:fmt>",
     "studies/<int:study_id>/export/ratings-long.csv",
     "studies/<int:study_id>/jury/export/scores-long.csv",

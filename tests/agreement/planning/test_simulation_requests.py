@@ -78,6 +78,10 @@ def test_a_get_of_the_simulation_answers_405_and_queues_nothing(
         response = _client(built.researcher).get(url)
     assert response.status_code == 405
     assert response["Allow"] == "POST"
+    # a page saying why, with the way back to the form (not the browser's bare error)
+    page = response.content.decode()
+    assert "started only by the form" in page and "Nothing was started" in page
+    assert f'href="{_plan(built.study)}#simulation"' in page
     assert broker_queues.counts() == {"celery": 0, "planning": 0}
     assert not PlanningSimulation.objects.exists()
 
