@@ -11,24 +11,20 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal
 
 import pandas as pd
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from agreement.clinician_scores import ClinicianScores, clinician_scores
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
 from agreement.item_frame import items_frame
 from agreement.models import ReportJob, ReportSnapshot
 from annotation.models import (
-    Assignment,
-    ImportedRating,
-    Rating,
     RatingStudy,
     StudyMembership,
 )
-from annotation.selectors.raters import clinician_labels
 from jury.models import Judge, JudgeCall, JudgeScore, MetricScore
 
 ValueChoice = Literal["latest", "first"]
@@ -83,78 +79,6 @@ def _unique_labels(labels: dict[str, set[str]]) -> dict[tuple[str, str], str]:
         for kind, names in labels.items()
         for label in names
     }
-
-
-@dataclass
-class _ClinicianScores:
-    rows: list[tuple[int, str, str, float]]  # item, criterion, label, value
-    cannot_assess: Counter[tuple[str, str]]  # (label, criterion) -> answers
-    missing: int
-    #: when each row's rating came in, parallel to rows: the assignment's first submission,
-    #: or an imported rating's import
-    times: list[datetime | None] = field(default_factory=list)
-
-
-def _clinician_scores(
-    study: RatingStudy, *, first: bool, leave_out: set[int] = frozenset()
-) -> _ClinicianScores:
-    """Submitted ratings by clinician label (never a name: annotation's clinician_labels),
-    as first submitted or as they stand, and imported ratings. Cannot-assess answers and
-    missing values are counted, not rows. Items in `leave_out` (attention checks) give
-    neither. Three queries."""
-    labels = clinician_labels(study_id=study.pk)
-    ratings = Rating.objects.filter(
-        assignment__study=study, assignment__status=Assignment.Status.SUBMITTED
-    ).values_list(
-        "assignment__item_id",
-        "criterion__key",
-        "assignment__clinician_id",
-        "value",
-        "cannot_assess",
-        "first_value",
-        "first_cannot_assess",
-        "assignment__first_submitted_at",
-    )
-    out = _ClinicianScores(rows=[], cannot_assess=Counter(), missing=0)
-    for item_id, key, user_id, value, ca, first_value, first_ca, submitted_at in ratings:
-        if item_id in leave_out:
-            continue
-        rater = labels[user_id]
-        v, unable = (first_value, bool(first_ca)) if first else (value, ca)
-        if unable:
-            out.cannot_assess[(rater, key)] += 1
-        elif v is None:
-            out.missing += 1
-        else:
-            out.rows.append((item_id, key, rater, float(v)))
-            out.times.append(submitted_at)
-    # Ratings imported from a long file count as submitted ones (first = latest for them).
-    imported = ImportedRating.objects.filter(study=study).values_list(
-        "item_id", "criterion__key", "rater__pseudonym", "value", "created_at"
-    )
-    for item_id, key, rater, v, imported_at in imported:
-        if item_id not in leave_out:
-            out.rows.append((item_id, key, rater, float(v)))
-            out.times.append(imported_at)
-    return out
-
-
-CLINICIAN_RATING_COLUMNS = ("item", "criterion", "rater", "value", "submitted_at")
-
-
-def clinician_ratings(*, study: RatingStudy) -> pd.DataFrame:
-    """The clinician rows of the score table as they stand (score_data's, under the same
-    labels and the same rules: submitted and imported ratings with a value, attention checks
-    and calibration items left out), with when each came in (`submitted_at`: the first
-    submission, or the import), in that order. For the agreement watch. Five queries."""
-    _items, checks, calibration = items_frame(study=study)
-    scores = _clinician_scores(study, first=False, leave_out=checks | calibration)
-    frame = pd.DataFrame(
-        [(*row, at) for row, at in zip(scores.rows, scores.times, strict=True)],
-        columns=list(CLINICIAN_RATING_COLUMNS),
-    )
-    frame = frame.astype({"value": "float64"})
-    return frame.sort_values("submitted_at", kind="stable").reset_index(drop=True)
 
 
 @dataclass
@@ -234,7 +158,7 @@ def _metric_scores(study: RatingStudy) -> list[tuple[int, str, float]]:
 
 
 def _labels(
-    clinicians: _ClinicianScores, judges: _JudgeScores, metrics: list[tuple[int, str, float]]
+    clinicians: ClinicianScores, judges: _JudgeScores, metrics: list[tuple[int, str, float]]
 ) -> dict[tuple[str, str], str]:
     return _unique_labels(
         {
@@ -248,7 +172,7 @@ def _labels(
 
 def _long_table(
     items: pd.DataFrame,
-    clinicians: _ClinicianScores,
+    clinicians: ClinicianScores,
     judges: _JudgeScores,
     metrics: list[tuple[int, str, float]],
     labels: dict[tuple[str, str], str],
@@ -286,7 +210,7 @@ def score_data(
     items, checks, calibration = items_frame(study=study)
     left_out = checks | calibration
     criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
-    clinicians = _clinician_scores(study, first=values == "first", leave_out=left_out)
+    clinicians = clinician_scores(study=study, first=values == "first", leave_out=left_out)
     judges = _judge_scores(study, exclude_flagged=exclude_flagged)
     metrics = _metric_scores(study)
     labels = _labels(clinicians, judges, metrics)

@@ -8,7 +8,7 @@ import logging
 
 import pandas as pd
 
-from agreement.selectors import clinician_ratings
+from agreement.clinician_scores import clinician_ratings
 from agreement.stats.watch import WATCH_COLUMNS, watch_summary
 from annotation.models import AttentionCheck, CalibrationItem, RatingStudy
 from annotation.services.watch import (
@@ -27,7 +27,7 @@ WATCH_SEED = 20240601
 
 
 def watch_ratings(*, study_id: int) -> pd.DataFrame:
-    """The clinician rows of the study's score table (agreement.selectors.clinician_ratings:
+    """The clinician rows of the study's score table (agreement.clinician_scores.clinician_ratings:
     submitted and imported ratings with a value, under the report's clinician labels,
     attention checks and calibration items left out), ordered by when they came in."""
     study = RatingStudy.objects.get(pk=study_id)
