@@ -16,14 +16,12 @@ from typing import Any, Literal
 import pandas as pd
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from agreement.clinician_scores import ClinicianScores, clinician_scores
 from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
 from agreement.item_frame import items_frame
 from agreement.models import ReportJob, ReportSnapshot
 from annotation.models import (
-    Assignment,
-    ImportedRating,
-    Rating,
     RatingStudy,
     StudyMembership,
 )
@@ -81,59 +79,6 @@ def _unique_labels(labels: dict[str, set[str]]) -> dict[tuple[str, str], str]:
         for kind, names in labels.items()
         for label in names
     }
-
-
-@dataclass
-class _ClinicianScores:
-    rows: list[tuple[int, str, str, float]]  # item, criterion, pseudonym, value
-    cannot_assess: Counter[tuple[str, str]]  # (pseudonym, criterion) -> answers
-    missing: int
-
-
-def _clinician_scores(
-    study: RatingStudy, *, first: bool, leave_out: set[int] = frozenset()
-) -> _ClinicianScores:
-    """Submitted ratings by pseudonym (never a name): as first submitted or as they stand,
-    and imported ratings. Cannot-assess answers and missing values are counted, not rows.
-    Items in `leave_out` (attention checks) give neither. Three queries."""
-    pseudonyms = dict(
-        StudyMembership.objects.filter(
-            study=study, role=StudyMembership.Role.CLINICIAN
-        ).values_list("user_id", "pseudonym")
-    )
-    ratings = Rating.objects.filter(
-        assignment__study=study, assignment__status=Assignment.Status.SUBMITTED
-    ).values_list(
-        "assignment__item_id",
-        "criterion__key",
-        "assignment__clinician_id",
-        "value",
-        "cannot_assess",
-        "first_value",
-        "first_cannot_assess",
-    )
-    out = _ClinicianScores(rows=[], cannot_assess=Counter(), missing=0)
-    for item_id, key, user_id, value, ca, first_value, first_ca in ratings:
-        if item_id in leave_out:
-            continue
-        rater = pseudonyms.get(user_id) or f"clinician-{user_id}"  # no pseudonym: never a name
-        v, unable = (first_value, bool(first_ca)) if first else (value, ca)
-        if unable:
-            out.cannot_assess[(rater, key)] += 1
-        elif v is None:
-            out.missing += 1
-        else:
-            out.rows.append((item_id, key, rater, float(v)))
-    # Ratings imported from a long file count as submitted ones (first = latest for them).
-    imported = ImportedRating.objects.filter(study=study).values_list(
-        "item_id", "criterion__key", "rater__pseudonym", "value"
-    )
-    out.rows += [
-        (item_id, key, rater, float(v))
-        for item_id, key, rater, v in imported
-        if item_id not in leave_out
-    ]
-    return out
 
 
 @dataclass
@@ -213,7 +158,7 @@ def _metric_scores(study: RatingStudy) -> list[tuple[int, str, float]]:
 
 
 def _labels(
-    clinicians: _ClinicianScores, judges: _JudgeScores, metrics: list[tuple[int, str, float]]
+    clinicians: ClinicianScores, judges: _JudgeScores, metrics: list[tuple[int, str, float]]
 ) -> dict[tuple[str, str], str]:
     return _unique_labels(
         {
@@ -227,7 +172,7 @@ def _labels(
 
 def _long_table(
     items: pd.DataFrame,
-    clinicians: _ClinicianScores,
+    clinicians: ClinicianScores,
     judges: _JudgeScores,
     metrics: list[tuple[int, str, float]],
     labels: dict[tuple[str, str], str],
@@ -265,7 +210,7 @@ def score_data(
     items, checks, calibration = items_frame(study=study)
     left_out = checks | calibration
     criteria = list(study.criteria.order_by("position", "pk").values_list("key", flat=True))
-    clinicians = _clinician_scores(study, first=values == "first", leave_out=left_out)
+    clinicians = clinician_scores(study=study, first=values == "first", leave_out=left_out)
     judges = _judge_scores(study, exclude_flagged=exclude_flagged)
     metrics = _metric_scores(study)
     labels = _labels(clinicians, judges, metrics)

@@ -21,12 +21,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotation import audit
-from annotation.errors import AnnotationError, LongFileRefused
+from annotation.errors import LongFileRefused
 from annotation.imports.longchecks import ITEM_ALIASES, StudyIndex, scale_value, text_cell
 from annotation.imports.longerrors import LineErrors
 from annotation.imports.longfile import LineCallback, LineError, LongRecord, long_records
+from annotation.locking import refuse_if_locked
 from annotation.models import RatingStudy
 from annotation.services import LongImportSummary, file_digest
+from jury.errors import JuryError
 from jury.models import Judge, JudgeScore, MetricScore
 
 SCORE_COLUMNS = ("external_id", "model", "kind", "scorer", "value")
@@ -34,7 +36,6 @@ SCORE_OPTIONAL = ("criterion", "comment")
 SCORE_ALIASES = {**ITEM_ALIASES, "name": "scorer", "judge": "scorer", "explanation": "comment"}
 LONG_SCORE_COLUMNS = ["external_id", "model", "kind", "scorer", "criterion", "value", "comment"]
 JUDGE, METRIC = "judge", "metric"
-LOCKED = "the study is locked: scores are frozen"
 #: The criterion of a metric: it scores the whole output (agreement.selectors uses the same).
 METRIC_CRITERION = "overall"
 JUDGE_NAME_MAX = Judge._meta.get_field("name").max_length
@@ -69,11 +70,11 @@ def import_scores(
 ) -> LongImportSummary:
     """Import the judge verdicts and metric scores of a long file (bytes, or a seekable
     binary stream read line by line) into `study`; raise LongFileRefused with the first
-    errors and their count (all of them go to `errors`). The lines are checked outside any
+    errors and their count (all of them go to `errors`), or JuryError for a locked study. The
+    lines are checked outside any
     transaction; the save checks the stored scores again, in one transaction."""
     errors = LineErrors() if errors is None else errors
-    if study.is_locked:
-        raise AnnotationError(LOCKED, field="study")
+    refuse_if_locked(study=study, error=JuryError, what="scores")
     index = StudyIndex.of(study)
     stored = _stored(study)
     file_format, records = long_records(
@@ -102,8 +103,7 @@ def import_scores(
         raise LongFileRefused(errors.first, count=errors.count, noun="scores")
     with transaction.atomic():
         study = RatingStudy.objects.select_for_update().get(pk=study.pk)
-        if study.is_locked:
-            raise AnnotationError(LOCKED, field="study")
+        refuse_if_locked(study=study, error=JuryError, what="scores")
         late: list[LineError] = []  # scores stored since the lines were read
         new, unchanged = _against_stored(scores, _stored(study), late)
         if late:

@@ -1,5 +1,6 @@
-"""Refresh a study's agreement watch (agreement.stats.watch) from its submitted clinician
-ratings, in a worker: the dashboard shows the stored snapshot and never computes it."""
+"""Refresh a study's agreement watch (agreement.stats.watch) from its clinician ratings, the
+score table's (submitted and imported), in a worker: the dashboard shows the stored snapshot
+and never computes it."""
 
 from __future__ import annotations
 
@@ -7,15 +8,9 @@ import logging
 
 import pandas as pd
 
+from agreement.clinician_scores import clinician_ratings
 from agreement.stats.watch import WATCH_COLUMNS, watch_summary
-from annotation.models import (
-    Assignment,
-    AttentionCheck,
-    CalibrationItem,
-    Rating,
-    RatingStudy,
-    StudyMembership,
-)
+from annotation.models import AttentionCheck, CalibrationItem, RatingStudy
 from annotation.services.watch import (
     record_watch_failure,
     record_watch_snapshot,
@@ -32,34 +27,12 @@ WATCH_SEED = 20240601
 
 
 def watch_ratings(*, study_id: int) -> pd.DataFrame:
-    """One row per submitted clinician rating with a value (cannot-assess answers have
-    none), raters by pseudonym, ordered by the assignment's first submission; attention
-    checks and calibration items left out."""
-    pseudonyms = dict(
-        StudyMembership.objects.filter(
-            study_id=study_id, role=StudyMembership.Role.CLINICIAN
-        ).values_list("user_id", "pseudonym")
-    )
-    rows = Rating.objects.filter(
-        assignment__study_id=study_id,
-        assignment__status=Assignment.Status.SUBMITTED,
-        value__isnull=False,
-        # attention checks are planted items with an obvious answer: no part of agreement
-        assignment__item__attention_check__isnull=True,
-        # calibration items are rated by every rater against a reference: no part either
-        assignment__item__calibration_item__isnull=True,
-    ).values_list(
-        "assignment__item_id",
-        "criterion__key",
-        "assignment__clinician_id",
-        "value",
-        "assignment__first_submitted_at",
-    )
-    frame = pd.DataFrame(
-        [(i, c, pseudonyms.get(u, f"user {u}"), float(v), t) for i, c, u, v, t in rows],
-        columns=list(WATCH_COLUMNS),
-    )
-    return frame.sort_values("submitted_at", kind="stable").reset_index(drop=True)
+    """The clinician rows of the study's score table (agreement.clinician_scores.clinician_ratings:
+    submitted and imported ratings with a value, under the report's clinician labels,
+    attention checks and calibration items left out), ordered by when they came in."""
+    study = RatingStudy.objects.get(pk=study_id)
+    frame = clinician_ratings(study=study)
+    return frame.loc[:, list(WATCH_COLUMNS)]
 
 
 def refresh_watch(*, study_id: int) -> dict[str, object]:

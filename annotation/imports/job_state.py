@@ -16,7 +16,6 @@ from annotation.imports.validation import Fingerprint, conflict_reason, item_fin
 from annotation.models import ImportJob, Item, RatingStudy
 from medhelm_site.common.querying import ID_FILTER_LIMIT
 
-LOCKED = "the study is locked; items can no longer be imported"
 Key = tuple[str, str]  # (external_id, model)
 
 

@@ -37,7 +37,7 @@ from annotation.imports.formats import (
     parse,
     peek,
 )
-from annotation.imports.job_state import LOCKED, Key
+from annotation.imports.job_state import Key
 from annotation.imports.job_state import fingerprints as _fingerprints
 from annotation.imports.job_state import finish_failed as _finish_failed
 from annotation.imports.job_state import item_keys as _item_keys
@@ -53,6 +53,7 @@ from annotation.imports.uploads import release_upload, store_upload
 from annotation.imports.validation import (
     validate_rows,
 )
+from annotation.locking import lock_refusal, refuse_if_locked
 from annotation.models import ImportJob, RatingStudy, StudyMembership
 from annotation.selectors.taxonomy import task_names_for
 from annotation.services import ItemRow, create_items
@@ -168,8 +169,7 @@ def start_long_import(
     run returns the finished job, a queued one the job as queued."""
     if kind not in LONG_KINDS:
         raise AnnotationError(f"unknown kind of long import {kind!r}", field="kind")
-    if study.is_locked:
-        raise AnnotationError(f"the study is locked: {kind} are frozen", field="study")
+    refuse_if_locked(study=study, error=AnnotationError, what=kind)
     file_format = detect_long_format(name=uploaded_name, data=content)
     upload = store_upload(content=content, name=uploaded_name, file_format=file_format)
     in_background = not upload.provably_small() if background is None else background
@@ -242,8 +242,7 @@ def queue_import_job(job_id: int, *, task: str = RUN_IMPORT_TASK) -> None:
 
 
 def _check_may_import(*, study: RatingStudy, actor: AbstractBaseUser) -> None:
-    if study.is_locked:
-        raise AnnotationError(LOCKED, field="study")
+    refuse_if_locked(study=study, error=AnnotationError, what="items")
     if getattr(actor, "is_staff", False) or getattr(actor, "is_superuser", False):
         return
     is_coordinator = StudyMembership.objects.filter(
@@ -317,8 +316,8 @@ def _claim(job_id: int) -> tuple[ImportJob, bool]:
 def _run(job: ImportJob, on_progress: ProgressCallback | None, *, inline: bool) -> ImportJob:
     """Read the upload, check every row, then save them all or record every problem."""
     study = job.study
-    if study.is_locked:
-        return _finish_failed(job, [RowError("study", LOCKED)], [])
+    if (refusal := lock_refusal(study=study, what="items")) is not None:
+        return _finish_failed(job, [RowError("study", refusal)], [])
     suite = stored_suite(job)
     if suite is not None:
         with suite:
@@ -384,8 +383,8 @@ def _save_items(
         current = ImportJob.objects.select_for_update().get(pk=job.pk)
         if current.status != ImportJob.Status.RUNNING:
             return current, False  # another worker finished this job while we checked it
-        if study.is_locked:
-            return _finish_failed(job, [RowError("study", LOCKED)], parsed.warnings), False
+        if (refusal := lock_refusal(study=study, what="items")) is not None:
+            return _finish_failed(job, [RowError("study", refusal)], parsed.warnings), False
         late_errors = _late_conflicts(study, parsed, known=known)
         if late_errors:
             return _finish_failed(job, late_errors, parsed.warnings), False

@@ -20,12 +20,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.errors import AnnotationError, LongFileRefused
+from annotation.errors import LongFileRefused
 from annotation.imports.longerrors import SHOWN_ERRORS, LineErrors, error_spool
 from annotation.imports.longfile import LineCallback, LineError
 from annotation.imports.progress import FINISHED, import_progress
 from annotation.imports.uploads import release_upload
 from annotation.models import ImportJob, RatingStudy
+from medhelm_site.common.errors import DomainError
 
 if TYPE_CHECKING:  # services import this package: no import of them at run time
     from annotation.services.rating_imports import LongImportSummary
@@ -80,7 +81,7 @@ def run_long_job(
         return _failed(job, [{"where": "file", "line": 0, "column": "", "reason": reason}], 1)
     except LongFileRefused as exc:
         return _failed(job, [_entry(e) for e in exc.errors[:SHOWN_ERRORS]], exc.count)
-    except AnnotationError as exc:  # the study was locked meanwhile
+    except DomainError as exc:  # the study was locked meanwhile (the jury raises its own type)
         entry = {"where": exc.field, "line": 0, "column": "", "reason": exc.message}
         return _failed(job, [entry], 1)
     finally:

@@ -33,13 +33,14 @@ from annotation.errors import AnnotationError
 from annotation.imports.after_import import run_after_import_steps
 from annotation.imports.helm import helm_benchmark_name, helm_rows
 from annotation.imports.helm_context import ContextSurvey
-from annotation.imports.job_state import LOCKED, Key, fingerprints, item_keys, late_conflicts
+from annotation.imports.job_state import Key, fingerprints, item_keys, late_conflicts
 from annotation.imports.placement import place_by_benchmark
 from annotation.imports.progress import stored_messages
 from annotation.imports.rows import ParsedImport, RowError
 from annotation.imports.suite import SuiteZip, open_suite
 from annotation.imports.uploads import release_upload
 from annotation.imports.validation import validate_rows
+from annotation.locking import lock_refusal
 from annotation.models import ImportJob, RatingStudy
 from annotation.selectors.taxonomy import task_names_for
 from annotation.services import ItemRow, create_items
@@ -208,8 +209,8 @@ class _SuiteRunner:
         """Save one run's rows in one transaction; the problems that stopped it, if any."""
         with transaction.atomic():
             study = RatingStudy.objects.select_for_update().get(pk=self.study.pk)
-            if study.is_locked:
-                return [RowError("study", LOCKED)]
+            if (refusal := lock_refusal(study=study, what="items")) is not None:
+                return [RowError("study", refusal)]
             late = late_conflicts(study, run.parsed, known=self.known)
             if late:
                 return late

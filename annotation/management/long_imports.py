@@ -11,9 +11,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.errors import AnnotationError, LongFileRefused
+from annotation.errors import LongFileRefused
 from annotation.models import RatingStudy, StudyMembership
 from annotation.services import LongImportSummary
+from medhelm_site.common.errors import DomainError
 
 
 class LongImportCommand(BaseCommand):
@@ -52,7 +53,7 @@ class LongImportCommand(BaseCommand):
             raise CommandError(
                 f"nothing was imported: {exc.count} problem(s) in {path.name}{listed}"
             ) from exc
-        except AnnotationError as exc:
+        except DomainError as exc:  # a locked study (annotation's or the jury's type)
             raise CommandError(exc.message) from exc
         self.stdout.write(
             f"{summary.lines} lines ({summary.file_format}): {summary.created} {self.kind} "

@@ -86,6 +86,7 @@ from annotation.selectors.queue import (
     queue_position,
     rater_item,
 )
+from annotation.selectors.raters import ClinicianLabels, clinician_labels, unnamed_rater
 from annotation.selectors.sampling import (
     CASE_KEYS,
     current_draw,
@@ -117,6 +118,7 @@ __all__ = [
     "AuditRow",
     "AuditScope",
     "CaseCopy",
+    "ClinicianLabels",
     "ClinicianProgress",
     "FlagEvent",
     "FlaggedItem",
@@ -153,6 +155,7 @@ __all__ = [
     "check_export_rows",
     "check_item_choices",
     "check_results",
+    "clinician_labels",
     "clinician_progress",
     "clinician_queue",
     "current_draw",
@@ -190,4 +193,5 @@ __all__ = [
     "study_with_roles",
     "task_names_for",
     "taxonomy_node_for",
+    "unnamed_rater",
 ]

@@ -30,9 +30,9 @@ from annotation.models import (
     Rating,
     RatingStudy,
     RubricCriterion,
-    StudyMembership,
 )
 from annotation.selectors.item_choices import ItemChoices, item_choices
+from annotation.selectors.raters import clinician_labels
 
 OPEN = (Assignment.Status.PENDING, Assignment.Status.IN_PROGRESS)
 
@@ -179,11 +179,7 @@ def calibration_results(*, study: RatingStudy) -> list[RaterCalibrationResult]:
     )
     if not references:
         return []
-    pseudonyms = dict(
-        StudyMembership.objects.filter(
-            study=study, role=StudyMembership.Role.CLINICIAN
-        ).values_list("user_id", "pseudonym")
-    )
+    labels = clinician_labels(study_id=study.pk)
     completed = dict(
         CalibrationCompletion.objects.filter(study=study).values_list(
             "clinician_id", "completed_at"
@@ -217,7 +213,7 @@ def calibration_results(*, study: RatingStudy) -> list[RaterCalibrationResult]:
             by_key[key].append(pair)
         out.append(
             RaterCalibrationResult(
-                rater=pseudonyms.get(clinician_id) or f"clinician-{clinician_id}",
+                rater=labels[clinician_id],
                 dealt=r["dealt"],
                 submitted=r["submitted"],
                 completed_at=completed.get(clinician_id),

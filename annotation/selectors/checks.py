@@ -15,10 +15,10 @@ from annotation.models import (
     AttentionCheck,
     Rating,
     RatingStudy,
-    StudyMembership,
     items_to_rate,
 )
 from annotation.selectors.item_choices import ItemChoices, item_choices
+from annotation.selectors.raters import clinician_labels
 
 PASSED, FAILED, NOT_RATED = "passed", "failed", "not yet rated"
 CHECK_EXPORT_COLUMNS = (
@@ -87,11 +87,7 @@ def check_results(*, study: RatingStudy) -> list[RaterChecks]:
     checks = {c.item_id: c for c in attention_checks(study=study)}
     if not checks:
         return []
-    pseudonyms = dict(
-        StudyMembership.objects.filter(
-            study=study, role=StudyMembership.Role.CLINICIAN
-        ).values_list("user_id", "pseudonym")
-    )
+    labels = clinician_labels(study_id=study.pk)
     assignments = list(
         Assignment.objects.filter(study=study, item_id__in=checks)
         .exclude(status=Assignment.Status.WITHDRAWN)
@@ -105,7 +101,7 @@ def check_results(*, study: RatingStudy) -> list[RaterChecks]:
         given[assignment_id][key] = value
     by_rater: dict[str, RaterChecks] = {}
     for pk, item_id, clinician_id, _status in assignments:
-        rater = pseudonyms.get(clinician_id) or f"clinician-{clinician_id}"
+        rater = labels[clinician_id]
         check = checks[item_id]
         answers = given.get(pk)
         status = check_outcome(check.expected, answers)

@@ -19,6 +19,7 @@ from annotation.models import (
     RatingStudy,
     StudyMembership,
 )
+from annotation.selectors.raters import clinician_labels
 from annotation.selectors.sampling import items_to_rate
 
 
@@ -176,11 +177,7 @@ class FlaggedItem:
 def flagged_items(*, study: RatingStudy) -> list[FlaggedItem]:
     """Every flag of the study, open ones first, with the item's model (coordinators and
     researchers see model names) and the rater's comments."""
-    pseudonyms = dict(
-        StudyMembership.objects.filter(
-            study=study, role=StudyMembership.Role.CLINICIAN
-        ).values_list("user_id", "pseudonym")
-    )
+    labels = clinician_labels(study_id=study.pk)
     flagged = list(
         Assignment.objects.filter(study=study, flagged=True)
         .select_related("item")
@@ -198,7 +195,7 @@ def flagged_items(*, study: RatingStudy) -> list[FlaggedItem]:
             item_id=a.item_id,
             external_id=a.item.external_id,
             model_name=a.item.model_name,
-            rater=pseudonyms.get(a.clinician_id, "?"),
+            rater=labels[a.clinician_id],
             reason=a.flag_reason,
             comments=comments.get(a.pk, []),
             resolved=a.flag_resolved_at is not None,

@@ -17,8 +17,8 @@ from annotation.models import (
     ImportedRating,
     Rating,
     RatingStudy,
-    StudyMembership,
 )
+from annotation.selectors.raters import clinician_labels
 
 ValueChoice = Literal["latest", "first"]
 
@@ -59,11 +59,7 @@ def rating_export_rows(
     checks: dict[int, dict[str, list[int]]] = dict(
         AttentionCheck.objects.filter(study=study).values_list("item_id", "expected")
     )
-    pseudonyms = dict(
-        StudyMembership.objects.filter(
-            study=study, role=StudyMembership.Role.CLINICIAN
-        ).values_list("user_id", "pseudonym")
-    )
+    labels = clinician_labels(study_id=study.pk)
     qs = (
         Rating.objects.filter(
             assignment__study=study, assignment__status=Assignment.Status.SUBMITTED
@@ -84,7 +80,7 @@ def rating_export_rows(
             "benchmark": item.benchmark,
             "taxonomy_node": item.taxonomy_node.name if item.taxonomy_node_id else "",
             "criterion": r.criterion.key,
-            "rater": pseudonyms.get(a.clinician_id, ""),
+            "rater": labels[a.clinician_id],
             "value": r.first_value if first else r.value,
             "cannot_assess": r.first_cannot_assess if first else r.cannot_assess,
             "comment": r.comment,
@@ -141,11 +137,7 @@ def ratings_long_rows(*, study: RatingStudy) -> list[dict[str, Any]]:
     stand (cannot-assess answers are not scores) and imported ones, raters by pseudonym,
     sorted by item, criterion and rater; each marked when its item is an attention check or
     a calibration item (which the score table leaves out). Five queries."""
-    pseudonyms = dict(
-        StudyMembership.objects.filter(
-            study=study, role=StudyMembership.Role.CLINICIAN
-        ).values_list("user_id", "pseudonym")
-    )
+    labels = clinician_labels(study_id=study.pk)
     checks: dict[int, dict[str, list[int]]] = dict(
         AttentionCheck.objects.filter(study=study).values_list("item_id", "expected")
     )
@@ -169,7 +161,7 @@ def ratings_long_rows(*, study: RatingStudy) -> list[dict[str, Any]]:
         "comment",
     )
     for item_id, ext, model, user_id, position, key, value, comment in native:
-        rater = pseudonyms.get(user_id) or f"clinician-{user_id}"  # as the score table
+        rater = labels[user_id]
         row = {"external_id": ext, "model": model, "rater": rater, "criterion": key}
         row |= {"value": value, "comment": comment, **_marks(item_id, key, checks, references)}
         rows.append(((item_id, position, key, rater), row))

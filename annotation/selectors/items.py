@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from annotation.models import Assignment, AuditEvent, Item, RatingStudy, StudyMembership
+from annotation.selectors.raters import ClinicianLabels, clinician_labels
 
 FLAG_ACTIONS = {
     "assignment.flag": "flagged",
@@ -56,26 +57,24 @@ def study_item(*, study: RatingStudy, item_id: int) -> Item | None:
     )
 
 
-def _names(study: RatingStudy) -> tuple[dict[int, str], dict[int, str]]:
-    """Clinicians' pseudonyms, and every member's name as a coordinator sees it (the
-    pseudonym for a clinician, the username otherwise)."""
-    pseudonyms: dict[int, str] = {}
+def _names(study: RatingStudy) -> tuple[ClinicianLabels, dict[int, str]]:
+    """Clinicians' labels (clinician_labels), and every member's name as a coordinator sees
+    it (a clinician's label, the username otherwise)."""
+    labels = clinician_labels(study_id=study.pk)
     names: dict[int, str] = {}
-    for user_id, role, pseudonym, username in StudyMembership.objects.filter(
-        study=study
-    ).values_list("user_id", "role", "pseudonym", "user__username"):
-        if role == StudyMembership.Role.CLINICIAN:
-            pseudonyms[user_id] = pseudonym or username
-            names[user_id] = pseudonym or username
-        else:
-            names.setdefault(user_id, username)
-    return pseudonyms, names
+    for user_id, username in (
+        StudyMembership.objects.filter(study=study)
+        .exclude(role=StudyMembership.Role.CLINICIAN)
+        .values_list("user_id", "user__username")
+    ):
+        names.setdefault(user_id, username)
+    return labels, {**names, **labels}
 
 
 def item_review(*, study: RatingStudy, item: Item) -> ItemReview:
     """The item, its assignments (withdrawn ones too, if they carry a flag) and every flag,
     withdrawal and resolution on them, oldest first."""
-    pseudonyms, names = _names(study)
+    labels, names = _names(study)
     assignments = list(
         Assignment.objects.filter(item=item)
         .select_related("flag_resolved_by")
@@ -84,7 +83,7 @@ def item_review(*, study: RatingStudy, item: Item) -> ItemReview:
     rows = [
         ItemAssignment(
             assignment_id=a.pk,
-            rater=pseudonyms.get(a.clinician_id, "?"),
+            rater=labels[a.clinician_id],
             status=a.get_status_display(),
             flagged=a.flagged,
             flag_reason=a.flag_reason,
@@ -95,7 +94,7 @@ def item_review(*, study: RatingStudy, item: Item) -> ItemReview:
         for a in assignments
         if a.status != Assignment.Status.WITHDRAWN or a.flagged
     ]
-    rater_of = {str(a.pk): pseudonyms.get(a.clinician_id, "?") for a in assignments}
+    rater_of = {str(a.pk): labels[a.clinician_id] for a in assignments}
     events = AuditEvent.objects.filter(
         target_type=Assignment.__name__,
         target_id__in=list(rater_of),

@@ -12,6 +12,7 @@ from django.db.models import Max, QuerySet
 from annotation import audit
 from annotation.design import Design, balanced_design
 from annotation.errors import AnnotationError
+from annotation.locking import refuse_if_locked
 from annotation.models import (
     Assignment,
     CalibrationCompletion,
@@ -35,8 +36,7 @@ def assign_items(
     reshuffles unstarted work. Returns the number of assignments created.
     """
     study = RatingStudy.objects.select_for_update().get(pk=study.pk)
-    if study.is_locked:
-        raise AnnotationError("the study is locked", field="study")
+    refuse_if_locked(study=study, error=AnnotationError, what="assignments")
     if seed is None:
         seed = study.assignment_seed if study.assignment_seed is not None else secrets.randbits(32)
     memberships = list(

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from annotation import audit
 from annotation.errors import AnnotationError
+from annotation.locking import refuse_if_locked
 from annotation.models import (
     Assignment,
     AttentionCheck,
@@ -78,8 +79,7 @@ def checked_reference(study: RatingStudy, reference: Mapping[str, int | None]) -
 
 
 def _refuse_unless_fresh(study: RatingStudy, item: Item) -> None:
-    if study.is_locked:
-        raise AnnotationError("the study is locked", field="study")
+    refuse_if_locked(study=study, error=AnnotationError, what="calibration items")
     if AttentionCheck.objects.filter(item=item).exists():
         raise AnnotationError(
             f"item {item.pk} is an attention check: unmark it there first", field="item"
@@ -152,8 +152,7 @@ def unmark_calibration_item(*, study: RatingStudy, item_id: int, actor: Abstract
     )
     if calibration is None:
         raise AnnotationError(f"item {item_id} is not a calibration item", field="item")
-    if study.is_locked:
-        raise AnnotationError("the study is locked", field="study")
+    refuse_if_locked(study=study, error=AnnotationError, what="calibration items")
     Assignment.objects.filter(item_id=item_id, status=Assignment.Status.PENDING).delete()
     withdrawn = Assignment.objects.filter(item_id=item_id).update(
         status=Assignment.Status.WITHDRAWN

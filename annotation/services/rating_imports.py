@@ -31,13 +31,13 @@ from annotation.imports.longchecks import ITEM_ALIASES, StudyIndex, scale_value,
 from annotation.imports.longerrors import LineErrors
 from annotation.imports.longfile import LineCallback, LineError, LongRecord, long_records
 from annotation.imports.longmarks import MARK_COLUMNS, StudyMarks
+from annotation.locking import refuse_if_locked
 from annotation.models import ImportedRating, RatingStudy, StudyMembership
 
 RATING_COLUMNS = ("external_id", "model", "rater", "criterion", "value")
 RATING_OPTIONAL = ("comment", *MARK_COLUMNS)
 RATING_ALIASES = {**ITEM_ALIASES, "pseudonym": "rater", "rater_pseudonym": "rater"}
 PSEUDONYM_MAX = StudyMembership._meta.get_field("pseudonym").max_length
-LOCKED = "the study is locked: ratings are frozen"
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,7 @@ def import_ratings(
     The lines are checked first, outside any transaction (`on_line` hears the progress);
     the save checks again what may have changed meanwhile, in one transaction."""
     errors = LineErrors() if errors is None else errors
-    if study.is_locked:
-        raise AnnotationError(LOCKED, field="study")
+    refuse_if_locked(study=study, error=AnnotationError, what="ratings")
     members = _members(study)
     checker = _Checker(study, members, _stored(study))
     file_format, records = long_records(
@@ -125,8 +124,7 @@ def import_ratings(
         raise LongFileRefused(errors.first, count=errors.count, noun="ratings")
     with transaction.atomic():
         study = RatingStudy.objects.select_for_update().get(pk=study.pk)
-        if study.is_locked:
-            raise AnnotationError(LOCKED, field="study")
+        refuse_if_locked(study=study, error=AnnotationError, what="ratings")
         # Someone may have imported, or joined under a pseudonym, since the lines were read.
         late: list[LineError] = []
         members = _members(study)

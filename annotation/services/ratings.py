@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from annotation import audit
 from annotation.errors import AnnotationError, AnswersError
+from annotation.locking import locked_message
 from annotation.models import Assignment, AuditEvent, Rating, RatingStudy, RubricCriterion
 from annotation.selectors.hot_path import StoredAnswer, locked_assignment, rubric_answers
 from annotation.services.insert import insert_rows
@@ -90,7 +91,7 @@ def _lock_assignment(assignment_id: int, clinician: AbstractBaseUser) -> Assignm
     if assignment.status == Assignment.Status.WITHDRAWN:
         raise AnnotationError("this assignment was withdrawn", field="assignment")
     if study_locked:
-        raise AnnotationError("the study is locked; ratings can no longer change", field="study")
+        raise AnnotationError(locked_message(what="ratings"), field="study")
     return assignment
 
 

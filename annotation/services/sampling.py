@@ -13,6 +13,7 @@ from django.db.models import Q
 
 from annotation import audit, sampling
 from annotation.errors import AnnotationError
+from annotation.locking import refuse_if_locked
 from annotation.models import Assignment, ImportedRating, Item, RatingStudy, SampleDraw
 from annotation.selectors.sampling import CASE_KEYS, sample_units
 from annotation.services.assignment import assign_items
@@ -104,8 +105,7 @@ def draw_sample(
     when the draw would drop items that already hold clinician ratings. When the study
     already has assignments they are rebalanced onto the drawn items (started work stays)."""
     study = RatingStudy.objects.select_for_update().get(pk=study.pk)
-    if study.is_locked:
-        raise AnnotationError("the study is locked", field="study")
+    refuse_if_locked(study=study, error=AnnotationError, what="sample")
     seed = new_seed() if seed is None else seed
     draw = plan_draw(
         study=study,

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from annotation.imports import HelmRun, HelmSource, RowError, helm_rows, read_helm_run
 from annotation.imports.suite import SuiteZip
+from annotation.locking import lock_refusal
 from annotation.models import RatingStudy
 from jury.helm_verdicts.reading import collect
 from jury.helm_verdicts.report import HelmVerdictReport
@@ -54,9 +55,8 @@ def import_helm_verdicts(
     try:
         with transaction.atomic():
             locked = RatingStudy.objects.select_for_update().get(pk=study.pk)
-            if locked.is_locked:
-                reason = "the study is locked; verdicts can no longer be imported"
-                report.errors.append(RowError("study", reason))
+            if (refusal := lock_refusal(study=locked, what="verdicts")) is not None:
+                report.errors.append(RowError("study", refusal))
                 raise _Rollback
             save(study=locked, scores=scores, actor=actor, label=label, report=report)
             if not report.ok:

@@ -22,7 +22,7 @@ def test_a_locked_study_refuses_imports(study, coordinator):
         start(study, coordinator, (DATA / "items.jsonl").read_bytes())
 
     assert exc.value.as_dict() == {
-        "study": ["the study is locked; items can no longer be imported"]
+        "study": ["the study is locked: its items cannot change until a coordinator unlocks it"]
     }
     assert not ImportJob.objects.exists() and not Item.objects.exists()
 
@@ -37,7 +37,10 @@ def test_a_study_locked_while_the_job_waited_fails_the_job(study, coordinator, m
 
     assert job.status == ImportJob.Status.FAILED
     assert job.errors == [
-        {"where": "study", "reason": "the study is locked; items can no longer be imported"}
+        {
+            "where": "study",
+            "reason": "the study is locked: its items cannot change until a coordinator unlocks it",
+        }
     ]
     assert not Item.objects.exists()
 

@@ -56,6 +56,9 @@ def test_a_locked_study_is_refused(study, coordinator):
     report = import_helm_verdicts(study=study, source=HELM_RUN, actor=coordinator)
 
     assert [e.as_dict() for e in report.errors] == [
-        {"where": "study", "reason": "the study is locked; verdicts can no longer be imported"}
+        {
+            "where": "study",
+            "reason": "the study is locked: its verdicts cannot change until a coordinator unlocks it",
+        }
     ]
     assert not JudgeScore.objects.exists() and not Judge.objects.exists()
