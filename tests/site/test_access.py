@@ -17,6 +17,7 @@ from delphi.models import Suggestion
 from medhelm_site.accounts.services import create_token
 from tests.delphi.flow import BASE_URL, PanelStudy, make_panel_study
 from tests.factories import TEST_PASSWORD, UserFactory
+from tests.support.published_tasks import tasks_published
 
 ROLES = ["coordinator", "clinician", "researcher", "outsider", "staff", "anonymous"]
 COLUMNS = ("coordinator", "clinician", "researcher", "outsider", "staff", "anonymous")
@@ -118,12 +119,17 @@ def _path(url: str, setup) -> str:
 @pytest.mark.django_db
 @pytest.mark.parametrize("url,expected", READS, ids=[row[0] for row in READS])
 @pytest.mark.parametrize("role", ROLES)
-def test_role_gets_expected_status(client, study_with_members, url, expected, role):
+def test_role_gets_expected_status(
+    client, study_with_members, url, expected, role, django_capture_on_commit_callbacks
+):
     user = _user_for(role, study_with_members)
     if user is not None:
         assert client.login(username=user.username, password=TEST_PASSWORD)
     path = _path(url, study_with_members)
-    response = client.get(path)
+    # a GET starts no work: a link opened cross-site (SameSite=Lax) must not queue a job
+    with tasks_published() as sent, django_capture_on_commit_callbacks(execute=True):
+        response = client.get(path)
+    assert sent == [], f"{role} GET {path} sent {sent}"
     want = expected[COLUMNS.index(role)]
     assert response.status_code == want, f"{role} GET {path}"
     if want == 302 and role == "anonymous" and not path.startswith("/admin/"):
@@ -256,12 +262,16 @@ def _delphi_path(url: str, roles: DelphiRoles) -> str:
 @pytest.mark.django_db
 @pytest.mark.parametrize("url,expected", DELPHI_READS, ids=[row[0] for row in DELPHI_READS])
 @pytest.mark.parametrize("role", DELPHI_ROLES)
-def test_delphi_role_gets_expected_status(client, delphi_roles, url, expected, role):
+def test_delphi_role_gets_expected_status(
+    client, delphi_roles, url, expected, role, django_capture_on_commit_callbacks
+):
     user = _delphi_user(role, delphi_roles)
     if user is not None:
         client.force_login(user)
     path = _delphi_path(url, delphi_roles)
-    response = client.get(path)
+    with tasks_published() as sent, django_capture_on_commit_callbacks(execute=True):
+        response = client.get(path)
+    assert sent == [], f"{role} GET {path} sent {sent}"
     want = expected[DELPHI_COLUMNS.index(role)]
     assert response.status_code == want, f"{role} GET {path}: {response.content[:300]!r}"
     if role == "anonymous":
