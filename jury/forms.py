@@ -85,24 +85,7 @@ class JudgeAdminForm(forms.ModelForm):
     class Meta:
         model = Judge
         formfield_callback = _judge_formfield
-        fields = [
-            "name",
-            "description",
-            "provider",
-            "model_id",
-            "endpoint",
-            "api_key_env",
-            "params",
-            "structured_output",
-            "weight",
-            "price_input_per_mtok",
-            "price_output_per_mtok",
-            "max_concurrency",
-            "requests_per_minute",
-            "timeout_seconds",
-            "retry_budget_seconds",
-            "is_active",
-        ]
+        fields = list(Judge.OPERATOR_FIELDS)
         help_texts = {
             "api_key_env": "Name of the environment variable holding the API key: "
             "MEDHELM_JUDGE_KEY_<NAME>, or one listed in the JURY_ALLOWED_KEY_VARIABLES setting.",
