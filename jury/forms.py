@@ -9,7 +9,7 @@ from django import forms
 from annotation.models import RatingStudy
 from jury.limits.endpoints import origin_of
 from jury.models import EndpointLimit, Judge, PromptTemplate
-from jury.selectors import run_filter_choices
+from jury.selectors.runs import run_filter_choices
 from medhelm_site.common.text_limits import column_max_length, json_text_problem
 
 
