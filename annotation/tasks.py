@@ -19,9 +19,10 @@ from annotation.imports.after_import import (
 )
 from annotation.imports.jobs import RUN_IMPORT_TASK
 from annotation.models import ImportJob, RatingStudy
+from medhelm_site.common import task_names
 
 
-@shared_task(name="annotation.worker_health")
+@shared_task(name=task_names.WORKER_HEALTH)
 def worker_health() -> dict[str, object]:
     """Prove that a worker runs and reaches the database (used by health checks and tests)."""
     return {"host": socket.gethostname(), "studies": RatingStudy.objects.count()}

@@ -9,7 +9,7 @@ from django import forms
 from annotation.models import RatingStudy
 from jury.limits.endpoints import origin_of
 from jury.models import EndpointLimit, Judge, PromptTemplate
-from jury.selectors import run_filter_choices
+from jury.selectors.runs import run_filter_choices
 from medhelm_site.common.text_limits import column_max_length, json_text_problem
 
 
@@ -85,24 +85,7 @@ class JudgeAdminForm(forms.ModelForm):
     class Meta:
         model = Judge
         formfield_callback = _judge_formfield
-        fields = [
-            "name",
-            "description",
-            "provider",
-            "model_id",
-            "endpoint",
-            "api_key_env",
-            "params",
-            "structured_output",
-            "weight",
-            "price_input_per_mtok",
-            "price_output_per_mtok",
-            "max_concurrency",
-            "requests_per_minute",
-            "timeout_seconds",
-            "retry_budget_seconds",
-            "is_active",
-        ]
+        fields = list(Judge.OPERATOR_FIELDS)
         help_texts = {
             "api_key_env": "Name of the environment variable holding the API key: "
             "MEDHELM_JUDGE_KEY_<NAME>, or one listed in the JURY_ALLOWED_KEY_VARIABLES setting.",

@@ -2,7 +2,8 @@
 by `manage.py load_judges FILE...`. A definition creates the judge of its name or updates it;
 it is checked like the admin form checks a judge (the model's fields, the operator's rules on
 key variables and endpoint hosts, a structured-output mode its provider has), and nothing is
-saved when one of the files is wrong."""
+saved when one of the files is wrong. A definition sets what the admin form sets
+(Judge.OPERATOR_FIELDS); "name" is required."""
 
 from __future__ import annotations
 
@@ -20,23 +21,6 @@ from jury.errors import JuryError
 from jury.models import Judge
 
 AUDIT_ACTION = "jury.load_judge"
-# The fields a definition may set (the admin form's); "name" is required.
-DEFINITION_FIELDS = (
-    "name",
-    "provider",
-    "model_id",
-    "endpoint",
-    "api_key_env",
-    "params",
-    "structured_output",
-    "weight",
-    "price_input_per_mtok",
-    "price_output_per_mtok",
-    "max_concurrency",
-    "requests_per_minute",
-    "timeout_seconds",
-    "is_active",
-)
 
 
 def read_definition(path: Path) -> dict[str, Any]:
@@ -53,7 +37,7 @@ def read_definition(path: Path) -> dict[str, Any]:
 def judge_from_definition(data: Mapping[str, Any], *, source: str = "definition") -> Judge:
     """The judge this definition describes (the stored judge of its name, updated, or a new
     one), validated, not saved; JuryError naming the field when it is wrong."""
-    unknown = sorted(set(data) - set(DEFINITION_FIELDS))
+    unknown = sorted(set(data) - set(Judge.OPERATOR_FIELDS))
     if unknown:
         raise JuryError(f"{source}: unknown fields {unknown}", field=unknown[0])
     name = data.get("name")
@@ -83,10 +67,12 @@ def load_judge_files(
         before = (
             None
             if created
-            else {f: _plain(getattr(Judge.objects.get(pk=judge.pk), f)) for f in DEFINITION_FIELDS}
+            else {
+                f: _plain(getattr(Judge.objects.get(pk=judge.pk), f)) for f in Judge.OPERATOR_FIELDS
+            }
         )
         judge.save()
-        after = {f: _plain(getattr(judge, f)) for f in DEFINITION_FIELDS}
+        after = {f: _plain(getattr(judge, f)) for f in Judge.OPERATOR_FIELDS}
         audit.record(actor=actor, action=AUDIT_ACTION, target=judge, before=before, after=after)
         loaded.append((judge, created))
     return loaded

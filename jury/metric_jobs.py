@@ -19,12 +19,12 @@ from django.utils import timezone
 
 from annotation import audit
 from annotation.models import Item, RatingStudy
-from jury import task_names
 from jury.errors import JuryError
 from jury.metric_services import ALL_METRICS, compute_metrics, metric_names
 from jury.metrics import MetricUnavailable
 from jury.models import MetricJob, MetricScore
 from jury.providers.local_models import LocalModelMissing
+from medhelm_site.common import task_names
 
 log = logging.getLogger(__name__)
 

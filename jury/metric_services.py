@@ -26,9 +26,9 @@ from django.db import transaction
 from annotation import audit
 from annotation.models import Item, RatingStudy
 from jury import metrics as m
-from jury import task_names
 from jury.errors import JuryError
 from jury.models import MetricScore
+from medhelm_site.common import task_names
 
 ALL_METRICS: tuple[str, ...] = tuple(MetricScore.Metric.values)
 DEFAULT_BATCH_SIZE = 256

@@ -80,6 +80,27 @@ class Judge(models.Model):
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # What an operator sets on a judge, in the admin form and in a definition file
+    # (jury.judge_definitions) alike, in the form's order; docs/judges.md lists them.
+    OPERATOR_FIELDS = (
+        "name",
+        "description",
+        "provider",
+        "model_id",
+        "endpoint",
+        "api_key_env",
+        "params",
+        "structured_output",
+        "weight",
+        "price_input_per_mtok",
+        "price_output_per_mtok",
+        "max_concurrency",
+        "requests_per_minute",
+        "timeout_seconds",
+        "retry_budget_seconds",
+        "is_active",
+    )
+
     class Meta:
         ordering = ["name"]
         constraints = [

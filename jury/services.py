@@ -14,11 +14,12 @@ from django.utils import timezone
 from annotation import audit
 from annotation.models import Item, RatingStudy
 from delphi.models import TaxonomyNode
-from jury import limits, task_names
+from jury import limits
 from jury.errors import JuryError
 from jury.models import Judge, JudgeCall, JudgeScore, JuryRun, PromptTemplate
 from jury.prompts import DEFAULT_BODY, DEFAULT_SYSTEM, prompt_hash, render_prompt, validate_template
 from jury.providers.base import CriterionSpec
+from medhelm_site.common import task_names
 
 DEFAULT_TEMPLATE_NAME = "medhelm-default"
 # Statuses a resume tries again: the provider never gave an answer. An invalid verdict or a

@@ -12,7 +12,6 @@ from django.db import InterfaceError, OperationalError
 from annotation.imports import run_import_job
 from annotation.imports.after_import import items_imported, record_step_failure
 from annotation.models import ImportJob, RatingStudy
-from jury import task_names
 from jury.execution import execute_call, execute_calls
 from jury.execution.sweep import sweep_calls
 from jury.helm_verdicts import HelmVerdictReport, import_helm_verdicts, import_suite_verdicts
@@ -21,6 +20,7 @@ from jury.metric_services import ALL_METRICS, compute_metrics
 from jury.metrics import MetricUnavailable
 from jury.providers.local_models import LocalModelMissing
 from jury.score_imports import import_scores
+from medhelm_site.common import task_names
 
 logger = logging.getLogger(__name__)
 

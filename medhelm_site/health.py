@@ -30,8 +30,10 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from medhelm_site.common import task_names
+
 Check = Callable[[], dict[str, Any]]
-WORKER_HEALTH_TASK = "annotation.worker_health"
+WORKER_HEALTH_TASK = task_names.WORKER_HEALTH
 
 
 def check_database() -> dict[str, Any]:

@@ -26,10 +26,11 @@ from agreement.services.renderings import store_renderings
 from agreement.services.snapshots import create_snapshot
 from annotation import audit
 from annotation.models import RatingStudy
+from medhelm_site.common import task_names
 
 logger = logging.getLogger(__name__)
 
-COMPUTE_REPORT_TASK = "agreement.compute_report"
+COMPUTE_REPORT_TASK = task_names.COMPUTE_REPORT
 #: Progress is written at most this often (seconds), and always at a stage's change.
 PROGRESS_EVERY_SECONDS = 1.0
 STAGE_QUEUED = "waiting for a worker"

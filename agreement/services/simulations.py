@@ -30,10 +30,11 @@ from agreement.services.planning import PROGRESS_EVERY_STUDIES, run_simulation
 from agreement.stats.planning_sim import DesignSpec
 from annotation import audit
 from annotation.models import RatingStudy
+from medhelm_site.common import task_names
 
 logger = logging.getLogger(__name__)
 
-SIMULATE_DESIGN_TASK = "agreement.simulate_design"
+SIMULATE_DESIGN_TASK = task_names.SIMULATE_DESIGN
 #: The task's soft time limit: past it the simulation stops and reads as failed. The largest
 #: simulation the planner allows takes well under it (bench/README.md, bench_plan.py); the
 #: hard limit ends a worker process that did not stop.

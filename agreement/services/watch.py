@@ -16,10 +16,11 @@ from annotation.services.watch import (
     record_watch_snapshot,
     start_watch_refresh,
 )
+from medhelm_site.common import task_names
 
 logger = logging.getLogger(__name__)
 
-REFRESH_WATCH_TASK = "agreement.refresh_watch"
+REFRESH_WATCH_TASK = task_names.REFRESH_WATCH
 #: Item-bootstrap resamples of the panel's interval (seeded: a refresh of the same ratings
 #: gives the same interval).
 WATCH_RESAMPLES = 1000

@@ -24,11 +24,12 @@ from django.db import transaction
 
 from annotation.imports.uploads import release_upload
 from annotation.models import ImportJob
+from medhelm_site.common import task_names
 
 logger = logging.getLogger(__name__)
 
-AFTER_IMPORT_FAILED_TASK = "annotation.after_import_failed"
-AFTER_IMPORT_NEXT_TASK = "annotation.after_import_next"
+AFTER_IMPORT_FAILED_TASK = task_names.AFTER_IMPORT_FAILED
+AFTER_IMPORT_NEXT_TASK = task_names.AFTER_IMPORT_NEXT
 WHERE_PREFIX = "after import: "
 UNKNOWN_STEP = "no task of this name is known"
 MAX_REASON = 1000

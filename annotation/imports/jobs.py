@@ -57,12 +57,13 @@ from annotation.locking import lock_refusal, refuse_if_locked
 from annotation.models import ImportJob, RatingStudy, StudyMembership
 from annotation.selectors.taxonomy import task_names_for
 from annotation.services import ItemRow, create_items
+from medhelm_site.common import task_names
 
 logger = logging.getLogger(__name__)
 
 PROGRESS_EVERY = 2000
 # The Celery task that runs a queued job (annotation.tasks.run_import).
-RUN_IMPORT_TASK = "annotation.run_import"
+RUN_IMPORT_TASK = task_names.RUN_IMPORT
 # What a file of each format holds one item per, for "the file ... holds no ...".
 _RECORDS = {"jsonl": "JSON lines", "csv": "records below its header row", "helm": "request states"}
 ProgressCallback = Callable[[ImportJob], None]

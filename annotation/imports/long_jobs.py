@@ -26,6 +26,7 @@ from annotation.imports.longfile import LineCallback, LineError
 from annotation.imports.progress import FINISHED, import_progress
 from annotation.imports.uploads import release_upload
 from annotation.models import ImportJob, RatingStudy
+from medhelm_site.common import task_names
 from medhelm_site.common.errors import DomainError
 
 if TYPE_CHECKING:  # services import this package: no import of them at run time
@@ -35,8 +36,8 @@ LONG_KINDS = (ImportJob.Kind.RATINGS, ImportJob.Kind.SCORES)
 # The Celery task that runs a queued job of each kind, by name: the scores importer lives in
 # the jury, which annotation does not import.
 TASKS = {
-    ImportJob.Kind.RATINGS: "annotation.run_import",
-    ImportJob.Kind.SCORES: "jury.run_score_import",
+    ImportJob.Kind.RATINGS: task_names.RUN_IMPORT,
+    ImportJob.Kind.SCORES: task_names.RUN_SCORE_IMPORT,
 }
 ProgressCallback = Callable[[ImportJob], None]
 

@@ -1,7 +1,7 @@
 """The agreement watch's state: a refresh is requested when ratings arrive (debounced), started
 by a worker, and its snapshot or failure recorded where the dashboard shows it.
 
-The refresh is the Celery task named settings.MEDHELM_WATCH_TASK (agreement computes it), sent
+The refresh is the Celery task named task_names.REFRESH_WATCH (agreement computes it), sent
 by name so that annotation never imports agreement.
 """
 
@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import AgreementWatch, Assignment
+from medhelm_site.common import task_names
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def _send(study_id: int) -> None:
     rating it follows is saved either way) and the request released for the next rating."""
     try:
         current_app.send_task(
-            settings.MEDHELM_WATCH_TASK,
+            task_names.REFRESH_WATCH,
             args=[study_id],
             countdown=settings.MEDHELM_WATCH_DEBOUNCE_SECONDS,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from medhelm_site.common import task_names
 from medhelm_site.settings.core import DATA_DIR, DATABASES
 from medhelm_site.settings.env import env_bool, env_list, env_positive_int
 
@@ -55,7 +56,7 @@ JURY_SWEEP_GRACE_SECONDS = float(os.environ.get("JURY_SWEEP_GRACE_SECONDS", "300
 JURY_SWEEP_MAX_REDISPATCHES = int(os.environ.get("JURY_SWEEP_MAX_REDISPATCHES", "3"))
 CELERY_BEAT_SCHEDULE = {
     "jury-sweep": {
-        "task": "jury.sweep_calls",
+        "task": task_names.SWEEP_CALLS,
         "schedule": JURY_SWEEP_INTERVAL_SECONDS,
         # A sweep that waited in the queue past the next one is dropped, not piled up.
         "options": {"expires": JURY_SWEEP_INTERVAL_SECONDS},
@@ -82,14 +83,13 @@ AGREEMENT_REPORT_STALE_SECONDS = env_positive_int("AGREEMENT_REPORT_STALE_SECOND
 # The pages and the API queue reports for a Celery worker; off, they compute in the request.
 AGREEMENT_REPORTS_IN_BACKGROUND = env_bool("AGREEMENT_REPORTS_IN_BACKGROUND", True)
 
-# Composition of the apps, by name, so that no app imports one further up the chain
-# (delphi <- annotation <- jury <- agreement):
+# Composition of the apps, by task name (medhelm_site.common.task_names), so that no app
+# imports one further up the chain (delphi <- annotation <- jury <- agreement):
 # Celery tasks run with the ImportJob id after an item import succeeds (each decides whether
 # the job concerns it); set to an empty string to run none.
-MEDHELM_AFTER_IMPORT_TASKS = env_list("MEDHELM_AFTER_IMPORT_TASKS", "jury.import_helm_verdicts")
-# The task, run by name, that refreshes a study's agreement watch when ratings arrive, and
-# the seconds it waits first so that a burst of submissions makes one refresh (the debounce).
-MEDHELM_WATCH_TASK = os.environ.get("MEDHELM_WATCH_TASK", "agreement.refresh_watch")
+MEDHELM_AFTER_IMPORT_TASKS = env_list("MEDHELM_AFTER_IMPORT_TASKS", task_names.IMPORT_HELM_VERDICTS)
+# The seconds the refresh of a study's agreement watch (sent when ratings arrive) waits first,
+# so that a burst of submissions makes one refresh (the debounce).
 MEDHELM_WATCH_DEBOUNCE_SECONDS = float(os.environ.get("MEDHELM_WATCH_DEBOUNCE_SECONDS", "10"))
 # Management commands that load the demo, in order (`manage.py rundemo`).
 MEDHELM_DEMO_LOADERS = ["load_demo", "load_demo_jury", "load_demo_delphi"]
@@ -105,10 +105,10 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = {"celery": {}, "metrics": {}, "jury": {}, "planning": {}}
 CELERY_TASK_CREATE_MISSING_QUEUES = False
 CELERY_TASK_ROUTES = {
-    "jury.compute_metrics": {"queue": "metrics"},
-    "jury.execute_judge_call": {"queue": "jury"},
-    "jury.execute_judge_calls": {"queue": "jury"},
-    "agreement.simulate_design": {"queue": "planning"},
+    task_names.COMPUTE_METRICS: {"queue": "metrics"},
+    task_names.EXECUTE_CALL: {"queue": "jury"},
+    task_names.EXECUTE_CALLS: {"queue": "jury"},
+    task_names.SIMULATE_DESIGN: {"queue": "planning"},
 }
 # The demo's Celery workers (`manage.py rundemo`): name -> the queues it consumes and its
 # processes. The jury's worker takes the judge calls; the planning one the simulations (one

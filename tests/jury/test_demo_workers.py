@@ -8,8 +8,9 @@ import contextlib
 import pytest
 from celery import Celery
 
-from jury import services, task_names
+from jury import services
 from jury.models import MetricScore
+from medhelm_site.common import task_names
 from tests.factories import make_study_with_members
 from tests.jury.factories import make_judge
 from tests.support.celery_worker import running_worker, wait_for

@@ -13,6 +13,7 @@ from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
 from jury.errors import JuryError
+from jury.forms import JudgeAdminForm
 from jury.judge_definitions import judge_from_definition
 from jury.models import Judge
 from jury.providers import structured
@@ -85,3 +86,11 @@ def test_a_definition_the_admin_would_refuse_is_refused(change, field):
     with pytest.raises(JuryError) as info:
         judge_from_definition(data)
     assert info.value.field == field
+
+
+def test_the_pages_field_table_lists_exactly_what_a_definition_and_the_admin_set():
+    table = DOC.split("### The fields of a definition", 1)
+    assert len(table) == 2, "docs/judges.md has a section 'The fields of a definition'"
+    rows = re.findall(r"^\| `(\w+)` \|", table[1].split("\n#", 1)[0], re.M)
+    assert len(rows) == len(set(rows)), "a field is listed twice"
+    assert set(rows) == set(JudgeAdminForm.base_fields)

@@ -10,9 +10,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jury import services, task_names
+from jury import services
 from jury.execution.sweep import sweep_calls
 from jury.models import JudgeCall, JudgeLease, JuryRun
+from medhelm_site.common import task_names
 from tests.factories import make_study_with_members
 from tests.jury.factories import make_judge
 
