@@ -120,7 +120,7 @@ def test_the_task_retries_a_database_error_only_while_the_job_is_unfinished(
     job = start(study, coordinator, (DATA / "items.jsonl").read_bytes(), background=True)
     calls = []
 
-    def database_down(*, job_id):
+    def database_down(*, job_id, **_):
         calls.append(job_id)
         raise OperationalError("server closed the connection unexpectedly")
 
