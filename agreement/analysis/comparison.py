@@ -255,6 +255,7 @@ def comparison_table(
         if progress is not None:
             progress(done, total)
 
+    tick(0)  # the cells' stage starts now (the reading before it is its own stage)
     cells, diffs = _overall(table, subsets, machines, s, tick)
     compositions = jury_compositions(
         table.loc[table["item"].isin(subsets[0][2])],

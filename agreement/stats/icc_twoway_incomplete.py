@@ -34,9 +34,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, stats
+from threadpoolctl import ThreadpoolController
 
 #: Eigenvalues of C below this share of the largest are zero (the design's rank deficiency).
 RANK_TOL = 1e-9
+#: The BLAS thread pools, limited to one thread around the batches of small (raters x raters)
+#: decompositions: OpenBLAS's threads on a batch of 29 x 29 eigenproblems cost 30 times the CPU
+#: of one thread (bench/README.md, issue 32).
+_BLAS = ThreadpoolController()
 
 
 @dataclass(frozen=True)
@@ -191,14 +196,17 @@ def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
     n_items = w @ (n_i > 0)
     # items absorbed: L = diag(N_j) - sum_i w_i m_i m_i' / n_i, q = sum_i w_i m_i dev_i
     r_count = x.shape[1]
+    # dense on purpose: the rank below reads the Laplacian's null eigenvalue at rounding level,
+    # so a sparse product (another summation order) moves the rank of some resamples
     outer = (m[:, :, None] * m[:, None, :]).reshape(len(n_i), r_count * r_count)
     lap = -((w / n_safe) @ outer).reshape(-1, r_count, r_count)
     idx = np.arange(r_count)
     lap[:, idx, idx] += n_j
     q = w @ dev
     within = w @ (dev**2).sum(axis=1)  # x'(I - P_Z)x
-    pinv = np.linalg.pinv(lap, rcond=1e-10, hermitian=True)
-    rank_l = np.linalg.matrix_rank(lap, hermitian=True)
+    with _BLAS.limit(limits=1, user_api="blas"):
+        pinv = np.linalg.pinv(lap, rcond=1e-10, hermitian=True)
+        rank_l = np.linalg.matrix_rank(lap, hermitian=True)
     offsets = np.einsum("bjk,bk->bj", pinv, q)
     sse = within - np.einsum("bj,bj->b", q, offsets)
     raters = active.sum(axis=1)
