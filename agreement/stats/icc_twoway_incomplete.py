@@ -30,11 +30,14 @@ handful of items biases it (the one-way form on z-scores does, :mod:`.medhelm.on
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, stats
 from threadpoolctl import ThreadpoolController
+
+from .shared import remembered
 
 #: Eigenvalues of C below this share of the largest are zero (the design's rank deficiency).
 RANK_TOL = 1e-9
@@ -84,15 +87,28 @@ def _fit(x: np.ndarray) -> _Fit:
     if (m.sum(axis=1) == 0).any():
         raise ValueError("every item (row) must be rated at least once")
     rater_mean = y.sum(axis=0) / n_j
-    c_mat = np.diag(m.sum(axis=1)) - (m / n_j) @ m.T
     c_vec = y.sum(axis=1) - m @ rater_mean
-    d, v = np.linalg.eigh(c_mat)
-    keep = d > RANK_TOL * max(float(d.max()), 1.0)
-    d, v = d[keep], v[:, keep]
+    d, v = remembered(
+        "design_spectrum",
+        (m.shape, m.tobytes()),
+        operator.eq,
+        lambda: _spectrum(m, n_j),
+        kept=2,
+    )
     w = (v.T @ c_vec) ** 2 / d
     total = float((((y - rater_mean) * m) ** 2).sum())  # x'(I - P_X)x
-    df_error = int(m.sum()) - x.shape[1] - int(keep.sum())
+    df_error = int(m.sum()) - x.shape[1] - d.size
     return _Fit(d=d, w=w, sse=total - float(w.sum()), df_error=df_error, trace_c=float(d.sum()))
+
+
+def _spectrum(m: np.ndarray, n_j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positive eigenvalues of C and their eigenvectors: the design's alone (who rated
+    which item), so the rows of a report that share a design share them (an items x items
+    decomposition: the costliest step of a large report)."""
+    c_mat = np.diag(m.sum(axis=1)) - (m / n_j) @ m.T
+    d, v = np.linalg.eigh(c_mat)
+    keep = d > RANK_TOL * max(float(d.max()), 1.0)
+    return d[keep], v[:, keep]
 
 
 def _icc_k(lam: float, k: float) -> float:
