@@ -20,6 +20,7 @@ from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
 from agreement.item_frame import items_frame
 from agreement.models import ReportJob, ReportSnapshot
+from agreement.raw_rows import JsonTexts, raw_rows
 from annotation.models import (
     Assignment,
     ImportedRating,
@@ -101,23 +102,25 @@ def _clinician_scores(
             study=study, role=StudyMembership.Role.CLINICIAN
         ).values_list("user_id", "pseudonym")
     )
-    ratings = Rating.objects.filter(
-        assignment__study=study, assignment__status=Assignment.Status.SUBMITTED
-    ).values_list(
-        "assignment__item_id",
-        "criterion__key",
-        "assignment__clinician_id",
-        "value",
-        "cannot_assess",
-        "first_value",
-        "first_cannot_assess",
+    ratings = raw_rows(
+        Rating.objects.filter(
+            assignment__study=study, assignment__status=Assignment.Status.SUBMITTED
+        ).values_list(
+            "assignment__item_id",
+            "criterion__key",
+            "assignment__clinician_id",
+            "value",
+            "cannot_assess",
+            "first_value",
+            "first_cannot_assess",
+        )
     )
     out = _ClinicianScores(rows=[], cannot_assess=Counter(), missing=0)
     for item_id, key, user_id, value, ca, first_value, first_ca in ratings:
         if item_id in leave_out:
             continue
         rater = pseudonyms.get(user_id) or f"clinician-{user_id}"  # no pseudonym: never a name
-        v, unable = (first_value, bool(first_ca)) if first else (value, ca)
+        v, unable = (first_value, bool(first_ca)) if first else (value, bool(ca))
         if unable:
             out.cannot_assess[(rater, key)] += 1
         elif v is None:
@@ -151,7 +154,7 @@ def _judge_scores(study: RatingStudy, *, exclude_flagged: bool = False) -> _Judg
     (its call's flags, or an imported score's own) is counted per judge and item, and with
     `exclude_flagged` dropped (no older score stands in for it), before the jury is built.
     One query."""
-    scores = (
+    scores = raw_rows(
         JudgeScore.objects.filter(item__study=study)
         .order_by("pk")
         .values_list(
@@ -166,11 +169,12 @@ def _judge_scores(study: RatingStudy, *, exclude_flagged: bool = False) -> _Judg
             "flags",
         )
     )
+    texts = JsonTexts()
     latest: dict[tuple[int, str, int], tuple[float, float, str, bool]] = {}
     invalid: Counter[str] = Counter()
     for item_id, key, judge_id, name, weight, value, valid, call_flags, flags in scores:
         if valid and value is not None:
-            flagged = bool(call_flags or flags)
+            flagged = bool(texts.value(call_flags) or texts.value(flags))
             latest[(item_id, key, judge_id)] = (float(value), float(weight), name, flagged)
         else:
             invalid[name] += 1
@@ -314,7 +318,8 @@ def _calls_frame(study: RatingStudy, items: pd.DataFrame) -> pd.DataFrame:
     """One row per judge call of the study (every run): status, tokens, cost, prices."""
     model_of = dict(zip(items["item"], items["model"], strict=True))
     rows = []
-    for item_id, name, status, cached, tin, tout, cost, p_in, p_out, params in (
+    texts = JsonTexts()
+    for item_id, name, status, cached, tin, tout, cost, p_in, p_out, params in raw_rows(
         JudgeCall.objects.filter(item__study=study)
         .order_by("pk")
         .values_list(
@@ -330,7 +335,7 @@ def _calls_frame(study: RatingStudy, items: pd.DataFrame) -> pd.DataFrame:
             "judge__params",
         )
     ):
-        max_out = (params or {}).get("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS)
+        max_out = (texts.value(params) or {}).get("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS)
         rows.append(
             (
                 item_id,
