@@ -21,6 +21,7 @@ from agreement.coverage import coverage_of
 from agreement.errors import AgreementError
 from agreement.item_frame import items_frame
 from agreement.models import ReportJob, ReportSnapshot
+from agreement.raw_rows import JsonTexts, raw_rows
 from annotation.models import (
     RatingStudy,
     StudyMembership,
@@ -96,7 +97,7 @@ def _judge_scores(study: RatingStudy, *, exclude_flagged: bool = False) -> _Judg
     (its call's flags, or an imported score's own) is counted per judge and item, and with
     `exclude_flagged` dropped (no older score stands in for it), before the jury is built.
     One query."""
-    scores = (
+    scores = raw_rows(
         JudgeScore.objects.filter(item__study=study)
         .order_by("pk")
         .values_list(
@@ -111,11 +112,12 @@ def _judge_scores(study: RatingStudy, *, exclude_flagged: bool = False) -> _Judg
             "flags",
         )
     )
+    texts = JsonTexts()
     latest: dict[tuple[int, str, int], tuple[float, float, str, bool]] = {}
     invalid: Counter[str] = Counter()
     for item_id, key, judge_id, name, weight, value, valid, call_flags, flags in scores:
         if valid and value is not None:
-            flagged = bool(call_flags or flags)
+            flagged = bool(texts.value(call_flags) or texts.value(flags))
             latest[(item_id, key, judge_id)] = (float(value), float(weight), name, flagged)
         else:
             invalid[name] += 1
@@ -259,7 +261,8 @@ def _calls_frame(study: RatingStudy, items: pd.DataFrame) -> pd.DataFrame:
     """One row per judge call of the study (every run): status, tokens, cost, prices."""
     model_of = dict(zip(items["item"], items["model"], strict=True))
     rows = []
-    for item_id, name, status, cached, tin, tout, cost, p_in, p_out, params in (
+    texts = JsonTexts()
+    for item_id, name, status, cached, tin, tout, cost, p_in, p_out, params in raw_rows(
         JudgeCall.objects.filter(item__study=study)
         .order_by("pk")
         .values_list(
@@ -275,7 +278,7 @@ def _calls_frame(study: RatingStudy, items: pd.DataFrame) -> pd.DataFrame:
             "judge__params",
         )
     ):
-        max_out = (params or {}).get("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS)
+        max_out = (texts.value(params) or {}).get("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS)
         rows.append(
             (
                 item_id,

@@ -41,6 +41,7 @@ from agreement.analysis.settings import (
 )
 from agreement.stats import MEDHELM_MIN_SHARED_ITEMS
 from agreement.stats.medhelm import BY_DESIGN
+from agreement.stats.shared import shared_work
 
 _KIND_ORDER = {"jury": 0, "judge": 1, "metric": 2}
 _COUNT_COLUMNS = (
@@ -255,25 +256,27 @@ def comparison_table(
         if progress is not None:
             progress(done, total)
 
-    cells, diffs = _overall(table, subsets, machines, s, tick)
-    compositions = jury_compositions(
-        table.loc[table["item"].isin(subsets[0][2])],
-        overall_cells=[c for c in cells if c["row_group"] == "all"],
-        weights=judge_weights or {},
-        s=s,
-    )
-    sensitivity = headline_sensitivity(
-        table.loc[table["item"].isin(subsets[0][2])],
-        cells=[c for c in cells if c["row_group"] == "all"],
-        differences=[d for d in diffs if d["row_group"] == "all"],
-    )
-    for criterion in criteria:
-        sub = criterion_subset(table, criterion)
-        these = row_cells(
-            sub, section="criterion", group="criterion", row=criterion, machines=machines, s=s
+    tick(0)  # the cells' stage starts now (the reading before it is its own stage)
+    with shared_work():
+        cells, diffs = _overall(table, subsets, machines, s, tick)
+        compositions = jury_compositions(
+            table.loc[table["item"].isin(subsets[0][2])],
+            overall_cells=[c for c in cells if c["row_group"] == "all"],
+            weights=judge_weights or {},
+            s=s,
         )
-        cells += these
-        tick(len(these))
+        sensitivity = headline_sensitivity(
+            table.loc[table["item"].isin(subsets[0][2])],
+            cells=[c for c in cells if c["row_group"] == "all"],
+            differences=[d for d in diffs if d["row_group"] == "all"],
+        )
+        for criterion in criteria:
+            sub = criterion_subset(table, criterion)
+            these = row_cells(
+                sub, section="criterion", group="criterion", row=criterion, machines=machines, s=s
+            )
+            cells += these
+            tick(len(these))
     cells += compositions.cells
     return Comparison(
         cells=_counts_as_int(pd.DataFrame(cells, columns=CELL_COLUMNS)),

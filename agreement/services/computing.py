@@ -103,8 +103,9 @@ def canonical_hash(table: pd.DataFrame) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(cols)
-    for row in t.itertuples(index=False, name=None):
-        writer.writerow(repr(v) if isinstance(v, float) else v for v in row)
+    # columns as Python values in one pass each (the csv module writes a float as its repr,
+    # as the fingerprint always did), not a tuple and a generator per row
+    writer.writerows(zip(*(t[c].tolist() for c in cols), strict=True))
     return hashlib.sha256(buf.getvalue().encode()).hexdigest()
 
 

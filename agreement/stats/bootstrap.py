@@ -120,6 +120,10 @@ class DifferenceStatistic(ItemStatistic):
         return self.first.estimate() - self.second.estimate()
 
     def jackknife(self, *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
+        if _uses_default_jackknife(self.first) and _uses_default_jackknife(self.second):
+            # both terms read the same leave-one-out weights: one array per chunk lets two
+            # statistics of one fit (agreement.stats.medhelm.fitted) share its work
+            return super().jackknife(max_cells=max_cells)
         return self.first.jackknife(max_cells=max_cells) - self.second.jackknife(
             max_cells=max_cells
         )

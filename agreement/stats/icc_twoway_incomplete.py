@@ -30,13 +30,21 @@ handful of items biases it (the one-way form on z-scores does, :mod:`.medhelm.on
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, stats
+from threadpoolctl import ThreadpoolController
+
+from .shared import remembered
 
 #: Eigenvalues of C below this share of the largest are zero (the design's rank deficiency).
 RANK_TOL = 1e-9
+#: The BLAS thread pools, limited to one thread around the batches of small (raters x raters)
+#: decompositions: OpenBLAS's threads on a batch of 29 x 29 eigenproblems cost 30 times the CPU
+#: of one thread (bench/README.md, issue 32).
+_BLAS = ThreadpoolController()
 
 
 @dataclass(frozen=True)
@@ -79,15 +87,28 @@ def _fit(x: np.ndarray) -> _Fit:
     if (m.sum(axis=1) == 0).any():
         raise ValueError("every item (row) must be rated at least once")
     rater_mean = y.sum(axis=0) / n_j
-    c_mat = np.diag(m.sum(axis=1)) - (m / n_j) @ m.T
     c_vec = y.sum(axis=1) - m @ rater_mean
-    d, v = np.linalg.eigh(c_mat)
-    keep = d > RANK_TOL * max(float(d.max()), 1.0)
-    d, v = d[keep], v[:, keep]
+    d, v = remembered(
+        "design_spectrum",
+        (m.shape, m.tobytes()),
+        operator.eq,
+        lambda: _spectrum(m, n_j),
+        kept=2,
+    )
     w = (v.T @ c_vec) ** 2 / d
     total = float((((y - rater_mean) * m) ** 2).sum())  # x'(I - P_X)x
-    df_error = int(m.sum()) - x.shape[1] - int(keep.sum())
+    df_error = int(m.sum()) - x.shape[1] - d.size
     return _Fit(d=d, w=w, sse=total - float(w.sum()), df_error=df_error, trace_c=float(d.sum()))
+
+
+def _spectrum(m: np.ndarray, n_j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positive eigenvalues of C and their eigenvectors: the design's alone (who rated
+    which item), so the rows of a report that share a design share them (an items x items
+    decomposition: the costliest step of a large report)."""
+    c_mat = np.diag(m.sum(axis=1)) - (m / n_j) @ m.T
+    d, v = np.linalg.eigh(c_mat)
+    keep = d > RANK_TOL * max(float(d.max()), 1.0)
+    return d[keep], v[:, keep]
 
 
 def _icc_k(lam: float, k: float) -> float:
@@ -191,14 +212,17 @@ def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
     n_items = w @ (n_i > 0)
     # items absorbed: L = diag(N_j) - sum_i w_i m_i m_i' / n_i, q = sum_i w_i m_i dev_i
     r_count = x.shape[1]
+    # dense on purpose: the rank below reads the Laplacian's null eigenvalue at rounding level,
+    # so a sparse product (another summation order) moves the rank of some resamples
     outer = (m[:, :, None] * m[:, None, :]).reshape(len(n_i), r_count * r_count)
     lap = -((w / n_safe) @ outer).reshape(-1, r_count, r_count)
     idx = np.arange(r_count)
     lap[:, idx, idx] += n_j
     q = w @ dev
     within = w @ (dev**2).sum(axis=1)  # x'(I - P_Z)x
-    pinv = np.linalg.pinv(lap, rcond=1e-10, hermitian=True)
-    rank_l = np.linalg.matrix_rank(lap, hermitian=True)
+    with _BLAS.limit(limits=1, user_api="blas"):
+        pinv = np.linalg.pinv(lap, rcond=1e-10, hermitian=True)
+        rank_l = np.linalg.matrix_rank(lap, hermitian=True)
     offsets = np.einsum("bjk,bk->bj", pinv, q)
     sse = within - np.einsum("bj,bj->b", q, offsets)
     raters = active.sum(axis=1)

@@ -4,6 +4,9 @@ newest stored report of a kept data folder."""
 
 from __future__ import annotations
 
+import cProfile
+import io
+import pstats
 import time
 from typing import Any
 from unittest import mock
@@ -64,8 +67,13 @@ def internal_task(params: dict[str, Any]) -> dict[str, Any]:
             },
             background=True,
         )
+    profiler = cProfile.Profile() if params.get("profile") else None
     t0 = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
     job = jobs.run_report_job(job.pk)
+    if profiler is not None:
+        profiler.disable()
     total = time.perf_counter() - t0
     if job.status != ReportJob.Status.FINISHED:
         raise SystemExit(f"report job {job.pk} ended {job.status}: {job.error}")
@@ -88,7 +96,19 @@ def internal_task(params: dict[str, Any]) -> dict[str, Any]:
         "stages": stage_times,
         "renderings": rendering_times,
         "rendering_bytes": {k: len(bytes(v)) for k, v in sizes.items()},
+        "profile": profile_text(profiler, params.get("profile") or 0),
     }
+
+
+def profile_text(profiler: cProfile.Profile | None, top: int) -> str:
+    """The profile's ``top`` entries by own time and by cumulative time ("" without one)."""
+    if profiler is None:
+        return ""
+    out = io.StringIO()
+    for order in ("tottime", "cumulative"):
+        stats = pstats.Stats(profiler, stream=out)
+        stats.strip_dirs().sort_stats(order).print_stats(top)
+    return out.getvalue()
 
 
 def internal_state(params: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..common import MACHINE_KINDS, examples
+from ..shared import remembered
 from .composite import composite_scores, zscore_within_rater
 
 
@@ -29,6 +30,19 @@ class StudySet:
 
 
 def study_set(scores: pd.DataFrame, on_degenerate: str) -> StudySet:
+    """The study set of ``scores`` (see module docstring); inside
+    :func:`agreement.stats.shared.shared_work` built once per table object (a third of the
+    cells' time went on building it again for each statistic of a cell)."""
+    return remembered(
+        "study_set",
+        (scores, on_degenerate),
+        lambda a, b: a[0] is b[0] and a[1] == b[1],
+        lambda: _study_set(scores, on_degenerate),
+        kept=4,
+    )
+
+
+def _study_set(scores: pd.DataFrame, on_degenerate: str) -> StudySet:
     comp = composite_scores(scores)
     clin = comp.loc[comp["rater_kind"] == "clinician"]
     if clin.empty:

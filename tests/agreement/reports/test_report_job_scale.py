@@ -1,0 +1,103 @@
+"""The report job at a small scale of the MedHELM bench (bench/bench_reports.py): what it costs
+must not grow with the study. Its queries are pinned (the same number for a study three times
+the size), and the per-resample work is called once per chunk of resamples, never once per
+resample: the functions that evaluate every resample at once are counted, and the count is
+the same at 20 and at 200 resamples. No timing is asserted (the machine is shared)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from unittest import mock
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agreement.models import ReportJob
+from agreement.services import jobs
+from agreement.stats import bootstrap, icc_twoway_incomplete
+from agreement.stats.medhelm import alpha, fitted, machine
+from tests.support.report_study import medhelm_shaped_study
+
+#: The job's queries, whatever the study's size (111 at issue 32): reading the scores, the study's
+#: records, the progress writes, the snapshot, its audit row and its stored renderings.
+MAX_QUERIES = 111
+
+#: The functions each evaluate a whole (resamples x items) weights array at once; where they
+#: live and the names their callers use.
+PER_RESAMPLE_WORK = {
+    "resample_weights": [(bootstrap, "resample_weights")],
+    "fit_from_weights": [(fitted, "fit_from_weights"), (icc_twoway_incomplete, "fit_from_weights")],
+    "weighted_alphas": [(alpha, "weighted_alphas")],
+    "consistency_icc2": [(machine, "consistency_icc2")],
+}
+
+
+@contextmanager
+def counting_calls() -> Iterator[Counter]:
+    calls: Counter = Counter()
+    patches = []
+    for name, places in PER_RESAMPLE_WORK.items():
+        for module, attr in places:
+            original = getattr(module, attr)
+
+            def counted(*args, _name=name, _original=original, **kwargs):
+                calls[_name] += 1
+                return _original(*args, **kwargs)
+
+            patches.append(mock.patch.object(module, attr, counted))
+    for p in patches:
+        p.start()
+    try:
+        yield calls
+    finally:
+        for p in reversed(patches):
+            p.stop()
+
+
+def run_job(study, actor, *, resamples: int, calls: bool = False) -> tuple[ReportJob, int, Counter]:
+    """The worker's part of a report job (run_report_job), its queries and counted calls."""
+    with mock.patch.object(jobs.transaction, "on_commit"):
+        job = jobs.request_report(
+            study=study,
+            actor=actor,
+            parameters={"n_resamples": resamples, "seed": 5, "title": "scale"},
+            background=True,
+        )
+    # progress written at each change of stage only (not once a second: a count of writes
+    # that depends on the machine's speed)
+    with (
+        mock.patch.object(jobs, "PROGRESS_EVERY_SECONDS", float("inf")),
+        counting_calls() if calls else nullcontext(Counter()) as counted,
+        CaptureQueriesContext(connection) as queries,
+    ):
+        job = jobs.run_report_job(job.pk)
+    assert job.status == ReportJob.Status.FINISHED, job.error
+    return job, len(queries), counted
+
+
+@pytest.mark.django_db
+def test_the_report_jobs_queries_do_not_grow_with_the_study() -> None:
+    small = medhelm_shaped_study(cases=20, n_clinicians=6, seed=1)
+    large = medhelm_shaped_study(cases=60, n_clinicians=6, seed=2)
+    job_small, n_small, _ = run_job(small.study, small.coordinator, resamples=20)
+    job_large, n_large, _ = run_job(large.study, large.coordinator, resamples=20)
+    assert job_large.cells_total == job_small.cells_total > 0
+    assert n_small == n_large, (n_small, n_large)
+    assert n_large <= MAX_QUERIES
+
+
+@pytest.mark.django_db
+def test_the_per_resample_work_is_called_per_cell_not_per_resample() -> None:
+    large = medhelm_shaped_study(cases=60, n_clinicians=6, seed=2)
+    job, _, few = run_job(large.study, large.coordinator, resamples=20, calls=True)
+    _, _, many = run_job(large.study, large.coordinator, resamples=200, calls=True)
+    assert few == many, (few, many)
+    cells = job.cells_total
+    # a handful of calls per cell (its point estimate, its resamples in one chunk, its
+    # jackknife), where a loop over resamples would make 200 per cell
+    assert set(many) == set(PER_RESAMPLE_WORK), many
+    assert many["resample_weights"] <= 3 * cells, (many, cells)
+    assert sum(many.values()) <= 20 * cells, (many, cells)
