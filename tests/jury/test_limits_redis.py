@@ -12,7 +12,9 @@ import threading
 import time
 from types import SimpleNamespace
 
+import kombu.pools
 import pytest
+from celery import current_app
 
 from jury import limits
 from jury.execution.engine import Engine
@@ -114,20 +116,33 @@ def _engine_process(url: str, prefix: str, judge_id: int, rounds: int, done) -> 
 def test_concurrency_cap_holds_across_processes(redis_limits):
     """Three worker processes with four requests each wanting a judge allowed three at once:
     never four in flight, and every token is back at the end."""
+    # A forked child closes every kombu connection pool it inherits (kombu's after-fork
+    # hook), and a pooled Redis channel an earlier test of the session left waiting on BRPOP
+    # makes that close read a reply from the socket it shares with this process: the child
+    # hung there (seen in a full run on Redis). Fork with no pooled broker connection.
+    current_app.pool.force_close_all()
+    kombu.pools.reset()
     context = multiprocessing.get_context("fork")
     done = context.Queue()
     procs = [
         context.Process(
-            target=_engine_process, args=(limits.redis_url(), redis_limits, 7, 20, done)
+            target=_engine_process,
+            args=(limits.redis_url(), redis_limits, 7, 20, done),
+            daemon=True,  # a child that hangs cannot hold the test session open at exit
         )
         for _ in range(3)
     ]
     for p in procs:
         p.start()
-    seen = [x for _ in procs for x in done.get(timeout=180)]
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == 0
+    try:
+        seen = [x for _ in procs for x in done.get(timeout=180)]
+        for p in procs:
+            p.join(timeout=30)
+            assert p.exitcode == 0
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
     assert len(seen) == 3 * 4 * 20 and max(seen) <= 3
     limiter = limits.redis_limiter()
     assert limiter.client.llen(limiter.free_key(7)) == 3
