@@ -202,7 +202,9 @@ class UploadZip:
                     if count > most:
                         break
         except AnnotationError:
-            pass
+            # Counted up to the problem: the import that reads this member meets the same
+            # problem there and reports it with its message (here only sizes are counted).
+            return count
         return count
 
     def _unpack(self, member: zipfile.ZipInfo) -> Iterator[bytes]:

@@ -4,6 +4,7 @@ longerrors.SHOWN_ERRORS) as "line N, column C: reason", their count and a non-ze
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import IO, Any
 
@@ -17,7 +18,7 @@ from annotation.services import LongImportSummary
 from medhelm_site.common.errors import DomainError
 
 
-class LongImportCommand(BaseCommand):
+class LongImportCommand(BaseCommand, ABC):
     kind = "ratings"
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -30,10 +31,11 @@ class LongImportCommand(BaseCommand):
         )
         parser.add_argument("path", help="The long file: .csv or .jsonl (else read from content).")
 
+    @abstractmethod
     def run_import(
         self, *, study: RatingStudy, data: IO[bytes], name: str, actor: AbstractBaseUser
     ) -> LongImportSummary:
-        raise NotImplementedError
+        """Import the file: each command names its service (ratings or scores)."""
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = RatingStudy.objects.filter(pk=options["study"]).first()
