@@ -48,7 +48,8 @@ def seed_items(study: Any, coordinator: Any, cases: int, rng: random.Random) -> 
     from annotation.models import Item
     from delphi.models import TaxonomyNode, TaxonomyVersion
 
-    version = TaxonomyVersion.objects.create(name="bench: MedHELM categories")
+    # one version per study: the suite's small version seeds several in one database
+    version = TaxonomyVersion.objects.create(name=f"bench: MedHELM categories, study {study.pk}")
     nodes = [
         TaxonomyNode.objects.create(version=version, kind="category", name=name)
         for name in CATEGORIES
@@ -130,7 +131,7 @@ def seed_jury(study: Any, coordinator: Any, quality: dict[int, float], rng: rand
     now = timezone.now()
     criteria = list(study.criteria.order_by("position", "pk"))
     template = PromptTemplate.objects.create(
-        name="bench", study=study, body="Rate {{ output }}", created_by=coordinator
+        name=f"bench {study.pk}", study=study, body="Rate {{ output }}", created_by=coordinator
     )
     run = JuryRun.objects.create(
         study=study,
@@ -140,14 +141,18 @@ def seed_jury(study: Any, coordinator: Any, quality: dict[int, float], rng: rand
         started_at=now,
         finished_at=now,
     )
+    # get_or_create: the suite's small version (tests/support/report_study.py) seeds several
+    # studies in one database, and judges are site-wide
     judges = [
-        Judge.objects.create(
+        Judge.objects.get_or_create(
             name=name,
-            provider=provider,
-            model_id=f"{name}-model",
-            price_input_per_mtok=Decimal("2.5"),
-            price_output_per_mtok=Decimal("10"),
-        )
+            defaults={
+                "provider": provider,
+                "model_id": f"{name}-model",
+                "price_input_per_mtok": Decimal("2.5"),
+                "price_output_per_mtok": Decimal("10"),
+            },
+        )[0]
         for name, provider in JUDGES
     ]
     calls = JudgeCall.objects.bulk_create(
