@@ -12,26 +12,33 @@ from medhelm_site.accounts import services
 from medhelm_site.accounts.models import ApiToken, SsoIdentity
 
 
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("public_id", "name", "user", "created", "expiry")
-    search_fields = ("name", "user__username")
-    fields = ("name", "user", "created", "expiry")
-    readonly_fields = fields
-    actions = ["revoke"]
+class _ReadOnlyWithAuditedAction(admin.ModelAdmin):
+    """Rows staff see but neither add, edit nor delete by hand: each is made by its own flow
+    and ended only by the admin action, which goes through the service and its audit row."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # tokens are made by their owner, who alone sees the secret
+        return False
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False  # revoked with the action below, which writes the audit row
+        return False
 
     def get_actions(self, request: HttpRequest):
         actions = super().get_actions(request)
         return actions if request.user.is_staff else {}
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(_ReadOnlyWithAuditedAction):
+    """Made by their owner, who alone sees the secret; revoked with the action below."""
+
+    list_display = ("public_id", "name", "user", "created", "expiry")
+    search_fields = ("name", "user__username")
+    fields = ("name", "user", "created", "expiry")
+    readonly_fields = fields
+    actions = ["revoke"]
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
@@ -42,25 +49,14 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(SsoIdentity)
-class SsoIdentityAdmin(admin.ModelAdmin):
+class SsoIdentityAdmin(_ReadOnlyWithAuditedAction):
+    """Bound only by a verified sign-in (sso.matching); released with the action below."""
+
     list_display = ("user", "issuer", "subject", "bound_at")
     search_fields = ("user__username", "user__email", "subject")
     fields = ("user", "issuer", "subject", "bound_at")
     readonly_fields = fields
     actions = ["unbind"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # bound only by a verified sign-in (sso.matching)
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False  # released with the action below, which writes the audit row
-
-    def get_actions(self, request: HttpRequest):
-        actions = super().get_actions(request)
-        return actions if request.user.is_staff else {}
 
     @admin.action(description="Unbind the selected accounts from their sign-in subject")
     def unbind(self, request: HttpRequest, queryset: QuerySet[SsoIdentity]) -> None:
