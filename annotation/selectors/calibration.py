@@ -32,9 +32,8 @@ from annotation.models import (
     RubricCriterion,
 )
 from annotation.selectors.item_choices import ItemChoices, item_choices
+from annotation.selectors.next_assignment import first_open_handle
 from annotation.selectors.raters import clinician_labels
-
-OPEN = (Assignment.Status.PENDING, Assignment.Status.IN_PROGRESS)
 
 
 def calibration_items(*, study: RatingStudy) -> list[CalibrationItem]:
@@ -53,11 +52,10 @@ def _calibration_assignments(study: RatingStudy, clinician_id: int | None = None
 
 
 def next_calibration_handle(*, study: RatingStudy, user: AbstractBaseUser) -> str | None:
-    """The rater's next unfinished calibration item (a started draft first), else None."""
-    rows = _calibration_assignments(study, user.pk).filter(status__in=OPEN)
-    started = rows.filter(status=Assignment.Status.IN_PROGRESS).order_by("position").first()
-    first = started or rows.order_by("position").first()
-    return first.handle if first is not None else None
+    """The rater's next unfinished calibration item, else None: where they start among
+    their calibration items (next_assignment: a started draft first, then their own order),
+    as the resume redirect would send them, in one query."""
+    return first_open_handle(study_id=study.pk, clinician_id=user.pk, calibration_only=True)
 
 
 @dataclass(frozen=True)

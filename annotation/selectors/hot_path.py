@@ -24,12 +24,16 @@ from django.db.models import Model
 
 from annotation.models import (
     Assignment,
-    CalibrationItem,
     Item,
     Rating,
     RatingStudy,
     RubricCriterion,
     StudyMembership,
+)
+from annotation.selectors.next_assignment import (
+    calibration_open_sql,
+    first_open_sql,
+    is_calibration_sql,
 )
 from delphi.models import TaxonomyNode
 
@@ -129,19 +133,15 @@ def rater_assignment(
     if study_id is not None:
         where += " AND a.study_id = %s"
         params.append(study_id)
-    calibration = _table(CalibrationItem)
     extra = (
         f", EXISTS (SELECT 1 FROM {_table(StudyMembership)} m WHERE m.study_id = a.study_id "
         "AND m.user_id = %s AND m.role = %s AND m.is_active)"
-        f", EXISTS (SELECT 1 FROM {calibration} k WHERE k.item_id = a.item_id)"
-        f", EXISTS (SELECT 1 FROM {_table(Assignment)} q JOIN {calibration} k "
-        "ON k.item_id = q.item_id WHERE q.study_id = a.study_id "
-        "AND q.clinician_id = a.clinician_id AND q.status IN (%s, %s))"
+        f", {is_calibration_sql('a')}"
+        f", {calibration_open_sql(study='a.study_id', clinician='a.clinician_id')}"
     )
-    open_ = [Assignment.Status.PENDING, Assignment.Status.IN_PROGRESS]
     sql, parts = _assignment_sql(where, extra=extra)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [user.pk, StudyMembership.Role.CLINICIAN, *open_, *params])
+        cursor.execute(sql, [user.pk, StudyMembership.Role.CLINICIAN, *params])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -226,21 +226,15 @@ def rubric_answers(*, assignment: Assignment) -> list[tuple[RubricCriterion, Sto
 
 def resume_target(*, user: AbstractBaseUser, study_id: int) -> tuple[set[str], str | None]:
     """The user's active roles in the study and, in the same query, the handle of the
-    assignment a clinician left off at: their calibration items before anything else
-    (annotation.services.calibration), then a started draft, else the next unstarted."""
-    a = _table(Assignment)
+    assignment a clinician starts at (next_assignment.first_open_sql: calibration items
+    first, then a started draft, then their own order)."""
+    first_open = first_open_sql(study="m.study_id", clinician="m.user_id")
     sql = (
-        f"SELECT m.role, (SELECT q.handle FROM {a} q WHERE q.study_id = m.study_id "
-        "AND q.clinician_id = m.user_id AND q.status IN (%s, %s) "
-        f"ORDER BY CASE WHEN EXISTS (SELECT 1 FROM {_table(CalibrationItem)} k "
-        "WHERE k.item_id = q.item_id) THEN 0 ELSE 1 END, "
-        "CASE WHEN q.status = %s THEN 0 ELSE 1 END, q.position LIMIT 1) "
-        f"FROM {_table(StudyMembership)} m WHERE m.study_id = %s AND m.user_id = %s "
-        "AND m.is_active"
+        f"SELECT m.role, ({first_open}) FROM {_table(StudyMembership)} m "
+        "WHERE m.study_id = %s AND m.user_id = %s AND m.is_active"
     )
-    in_progress, pending = Assignment.Status.IN_PROGRESS, Assignment.Status.PENDING
     with connection.cursor() as cursor:
-        cursor.execute(sql, [in_progress, pending, in_progress, study_id, user.pk])
+        cursor.execute(sql, [study_id, user.pk])
         rows = cursor.fetchall()
     roles = {role for role, _ in rows}
     handle = next((h for role, h in rows if role == StudyMembership.Role.CLINICIAN), None)

@@ -14,6 +14,7 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
 from annotation.models import Assignment, Item, RatingStudy
+from annotation.selectors.next_assignment import moving_on_sql
 from annotation.selectors.studies import Role, studies_for
 
 
@@ -196,6 +197,7 @@ class QueuePosition:
     # the neighbours' handles
     previous: str | None
     next: str | None
+    # where the rater moves on to after submitting this one (next_assignment.moving_on_sql)
     next_unfinished: str | None
     # this response's place among the rater's copies of its case (see case_copy)
     copy: CaseCopy | None = None
@@ -213,10 +215,7 @@ SELECT
      ORDER BY q.position DESC LIMIT 1) AS previous_handle,
   (SELECT q.handle FROM {a} q WHERE {mine} AND q.position > %(position)s
      ORDER BY q.position LIMIT 1) AS next_handle,
-  (SELECT q.handle FROM {a} q WHERE {unfinished} AND q.position > %(position)s
-     ORDER BY q.position LIMIT 1) AS unfinished_after,
-  (SELECT q.handle FROM {a} q WHERE {unfinished} ORDER BY q.position LIMIT 1)
-     AS unfinished_first,
+  {moving_on} AS next_unfinished,
   (SELECT COUNT(*) FROM {a} q JOIN {i} c ON c.id = q.item_id WHERE {copies}) AS n_copies,
   (SELECT COUNT(*) FROM {a} q JOIN {i} c ON c.id = q.item_id WHERE {copies}
      AND (q.position < %(position)s OR (q.position = %(position)s AND q.handle < %(handle)s)))
@@ -231,7 +230,9 @@ def _position_sql() -> str:
         a=Assignment._meta.db_table,
         i=Item._meta.db_table,
         mine=mine,
-        unfinished=f"{mine} AND q.status <> %(submitted)s AND q.id <> %(id)s",
+        moving_on=moving_on_sql(
+            study="%(study)s", clinician="%(clinician)s", position="%(position)s", current="%(id)s"
+        ),
         # Withdrawn copies keep their letter (case_copy), so they count here.
         copies=f"{who} AND c.external_id = %(external_id)s",
     )
@@ -254,13 +255,13 @@ def queue_position(*, assignment: Assignment) -> QueuePosition:
     with connection.cursor() as cursor:
         cursor.execute(_position_sql(), params)
         row = cursor.fetchone()
-    total, submitted, before, previous, following, after, first, copies, copy_index = row
+    total, submitted, before, previous, following, next_unfinished, copies, copy_index = row
     return QueuePosition(
         index=before + 1,
         total=total,
         submitted=submitted,
         previous=previous,
         next=following,
-        next_unfinished=after or first,
+        next_unfinished=next_unfinished,
         copy=CaseCopy(letter=copy_letter(copy_index), count=copies) if copies > 1 else None,
     )
