@@ -2,10 +2,15 @@
 print base (agreement/print_base.html: no site chrome, the print style sheet inline) around
 the page's stored body, and typeset by WeasyPrint, so the PDF shows what the page shows,
 columns added to the page included; the body's figures (<img> of the stored SVG files) are
-read from storage, drawn as vectors."""
+drawn as vectors from the files given.
+
+This module typesets what it is given and reads no stored rendering itself: the renderings
+registry (agreement.services.renderings) reads the stored body and figure files and calls it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 
 from django.contrib.staticfiles import finders
@@ -50,29 +55,25 @@ def report_html(snapshot: ReportSnapshot, body: bytes) -> str:
     )
 
 
-def figure_files(snapshot: ReportSnapshot) -> dict[str, tuple[bytes, str]]:
-    """The page's figures as the PDF reads them: each figure's URL on the page -> its stored
-    SVG file (vector), for every figure the report has data for."""
-    # imported here: the renderings registry names export_pdf, which calls this module
-    from agreement.services.renderings import figure_file_of, page_figures
-
+def figure_files(
+    snapshot: ReportSnapshot, svg_files: Mapping[str, bytes]
+) -> dict[str, tuple[bytes, str]]:
+    """The page's figures as the PDF reads them: each figure's URL on the page -> its SVG file,
+    from ``svg_files`` (figure key -> the figure's stored SVG file)."""
     media_type = plots.FIGURE_FORMATS["svg"][0]
     files: dict[str, tuple[bytes, str]] = {}
-    for figure in page_figures(snapshot):
-        content = figure_file_of(snapshot, figure["key"], "svg")
-        if content is not None:
-            url = reverse(
-                "agreement:figure", args=(snapshot.study_id, snapshot.pk, figure["key"], "svg")
-            )
-            files[url] = (content, media_type)
+    for key, content in svg_files.items():
+        url = reverse("agreement:figure", args=(snapshot.study_id, snapshot.pk, key, "svg"))
+        files[url] = (content, media_type)
     return files
 
 
-def report_pdf(snapshot: ReportSnapshot, body: bytes) -> bytes:
-    """The report as a PDF typeset from its page, its figures read from their stored SVG
-    files (nothing else outside the HTML is read)."""
+def report_pdf(snapshot: ReportSnapshot, body: bytes, svg_files: Mapping[str, bytes]) -> bytes:
+    """The report as a PDF typeset from its page around ``body`` (the page's stored body), its
+    figures drawn from ``svg_files`` (figure key -> stored SVG file; nothing else outside the
+    HTML is read)."""
     return html_pdf(
         report_html(snapshot, body),
         title=snapshot.title or f"Report {snapshot.pk}",
-        files=figure_files(snapshot),
+        files=figure_files(snapshot, svg_files),
     )

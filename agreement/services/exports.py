@@ -1,5 +1,7 @@
-"""A stored snapshot as CSV, JSON, PDF, LaTeX or Markdown: read from the snapshot only, never
-the ratings."""
+"""A stored snapshot as CSV, JSON, LaTeX or Markdown, and its method as stated: read from the
+snapshot only, never the ratings. The page body (report_page) and the renderings registry
+(renderings, which also gives the PDF and the figure files, read from stored renderings)
+build on these; this module imports neither."""
 
 from __future__ import annotations
 
@@ -108,17 +110,6 @@ def export_csv(snapshot: ReportSnapshot) -> str:
     return csv_text(CSV_COLUMNS, _csv_rows(snapshot), line_end="\n")
 
 
-def export_pdf(snapshot: ReportSnapshot) -> bytes:
-    """The report as a PDF typeset from the report page's HTML (agreement.printing) around
-    the page's stored body (produced and stored now if it is not yet)."""
-    # imported here: printing renders the page, whose presenter reads the selectors, and the
-    # stored body comes from the renderings registry, which names this function
-    from agreement import printing
-    from agreement.services.renderings import page_body
-
-    return printing.report_pdf(snapshot, page_body(snapshot))
-
-
 def methods_text(snapshot: ReportSnapshot) -> str:
     """The methods paragraph of the snapshot, from its stored method record."""
     return renderings.methods_paragraph(stated_method(snapshot), input_hash=snapshot.input_hash)
@@ -137,12 +128,3 @@ def export_latex(snapshot: ReportSnapshot) -> str:
 def export_markdown(snapshot: ReportSnapshot) -> str:
     """Table 2 as a pipe table, then the methods paragraph (Markdown)."""
     return renderings.markdown_file(report_table2(snapshot), methods_text(snapshot))
-
-
-def export_figure(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None:
-    """Figure ``key`` of the snapshot as an SVG, PDF or 300-dpi PNG file (None: no such
-    figure, or no data to draw it), as stored with the snapshot."""
-    # imported here: the renderings registry names this module's functions
-    from agreement.services.renderings import figure_file_of
-
-    return figure_file_of(snapshot, key, fmt)

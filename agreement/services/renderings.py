@@ -3,7 +3,11 @@ page's figures are read from storage, never recomputed from the snapshot on each
 
 One registry names every rendering: its content type, its download file extension and how it
 is produced from the stored snapshot alone. A snapshot computed before renderings were stored
-(or by the foreground command) gets each one produced and stored on its first use."""
+(or by the foreground command) gets each one produced and stored on its first use.
+
+This registry is the top of the report's renderings: it calls the text exports (exports), the
+page body (report_page) and the PDF typesetting (agreement.printing), and none of them
+imports it; the PDF and the figure files, which read stored renderings, are given here."""
 
 from __future__ import annotations
 
@@ -21,7 +25,6 @@ from agreement.services.exports import (
     export_json,
     export_latex,
     export_markdown,
-    export_pdf,
 )
 from agreement.services.report_page import render_body
 
@@ -44,6 +47,23 @@ def _figures(snapshot: ReportSnapshot) -> bytes:
 
 def _page(snapshot: ReportSnapshot) -> bytes:
     return render_body(snapshot, page_figures(snapshot))
+
+
+def export_pdf(snapshot: ReportSnapshot) -> bytes:
+    """The report as a PDF typeset from the report page's HTML (agreement.printing) around the
+    page's stored body, its figures drawn from their stored SVG files (each produced and
+    stored now if it is not yet)."""
+    # imported here, not for a circle (printing imports no service): printing loads WeasyPrint,
+    # about half a second and its log lines, which a process that never prints need not pay
+    from agreement import printing
+
+    body = page_body(snapshot)
+    svg_files = {}
+    for figure in page_figures(snapshot):
+        content = export_figure(snapshot, figure["key"], "svg")
+        if content is not None:
+            svg_files[figure["key"]] = content
+    return printing.report_pdf(snapshot, body, svg_files)
 
 
 def _json(snapshot: ReportSnapshot) -> bytes:
@@ -146,7 +166,7 @@ def _store_files(
                 _store(snapshot, kind, media_type, files.get((figure["key"], fmt), b""))
 
 
-def figure_file_of(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None:
+def export_figure(snapshot: ReportSnapshot, key: str, fmt: str) -> bytes | None:
     """Figure ``key`` of the snapshot as a stored SVG, PDF or 300-dpi PNG file (all of them
     produced and stored on first use for a snapshot the job did not store them for); None
     where the report has no such figure or no data to draw it."""
