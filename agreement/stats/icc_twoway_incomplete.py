@@ -231,8 +231,10 @@ def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
     n_items = w @ (n_i > 0)
     # items absorbed: L = diag(N_j) - sum_i w_i m_i m_i' / n_i, q = sum_i w_i m_i dev_i
     r_count = x.shape[1]
-    outer = (m[:, :, None] * m[:, None, :]).reshape(len(n_i), r_count * r_count)
-    lap = -((w / n_safe) @ outer).reshape(-1, r_count, r_count)
+    # sparse: an item links only its own raters (the rank no longer reads L's null eigenvalue,
+    # which a product in another summation order moved)
+    outer = sparse.csr_matrix((m[:, :, None] * m[:, None, :]).reshape(len(n_i), r_count**2))
+    lap = -np.asarray((outer.T @ (w / n_safe).T).T).reshape(-1, r_count, r_count)
     idx = np.arange(r_count)
     lap[:, idx, idx] += n_j
     q = w @ dev
