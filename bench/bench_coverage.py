@@ -200,7 +200,10 @@ def fitted_rows(scores: pd.DataFrame, kw: dict) -> list[Row]:
     ICC(C,1) with Wald's exact interval."""
     fitted = "report: offsets fitted, item bootstrap percentile"
     bca = "offsets fitted, item bootstrap BCa (not chosen)"
-    kw = {**kw, "method": FITTED_METHOD}
+    # the report's interval (FITTED_METHOD, percentile) and BCa beside it on the same
+    # resamples: BCa is asked for, as only then is its jackknife computed
+    assert FITTED_METHOD == "percentile", FITTED_METHOD
+    kw = {**kw, "method": "bca"}
     b = bootstrap_machine_fitted(scores, machine=MACHINE, **kw)
     d = bootstrap_machine_minus_clinicians(
         scores, machine=MACHINE, clinician_form=TWOWAY, machine_side=MACHINE_FITTED, **kw
@@ -208,14 +211,8 @@ def fitted_rows(scores: pd.DataFrame, kw: dict) -> list[Row]:
     clin = scores.loc[scores["rater_kind"] == "clinician"]
     ca = clinician_alpha_twoway(clin, on_degenerate="drop", confidence=CONFIDENCE)
     return [
-        ("machine ICC(3,2)", fitted, b["icc"].ci_low, b["icc"].ci_high, False),
-        (
-            "machine alpha (interval)",
-            fitted,
-            b["alpha_interval"].ci_low,
-            b["alpha_interval"].ci_high,
-            False,
-        ),
+        ("machine ICC(3,2)", fitted, *b["icc"].percentile_ci, False),
+        ("machine alpha (interval)", fitted, *b["alpha_interval"].percentile_ci, False),
         (
             "clinician alpha (interval)",
             "report: two-way ICC(C,1), Wald exact",
@@ -223,7 +220,7 @@ def fitted_rows(scores: pd.DataFrame, kw: dict) -> list[Row]:
             ca.ci_high,
             False,
         ),
-        ("machine - clinician pairs", fitted, d.ci_low, d.ci_high, False),
+        ("machine - clinician pairs", fitted, *d.percentile_ci, False),
         # the same resamples' BCa intervals: why the percentile interval was chosen
         ("machine ICC(3,2)", bca, *b["icc"].bca_ci, False),
         ("machine alpha (interval)", bca, *b["alpha_interval"].bca_ci, False),

@@ -25,7 +25,11 @@ def weighted_midranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     b, n = values.shape
     active = weights > 0
     key = np.where(active, values, np.inf)
-    order = np.argsort(key, axis=1, kind="stable")
+    # numpy's default sort (SIMD where the CPU has it), not a stable one: values equal to the
+    # last bit fall in one tie group, and a group's mid-rank reads only the total weight before
+    # it and in it (sums of whole-number weights, exact in any order), so the order within a
+    # group changes no rank
+    order = np.argsort(key, axis=1)
     flat = (order + (np.arange(b) * n)[:, None]).ravel()  # row-major positions, sorted
     sv = key.ravel()[flat].reshape(b, n)
     sw = np.where(active, weights, 0.0).ravel()[flat].reshape(b, n)

@@ -140,7 +140,7 @@ class BootstrapResult:
     ci_low: float
     ci_high: float
     percentile_ci: tuple[float, float]
-    bca_ci: tuple[float, float]
+    bca_ci: tuple[float, float]  # NaN unless method is "bca" (the jackknife is its cost)
     n_items: int
     n_resamples: int
     n_valid: int  # resamples where the statistic was defined (others are dropped)
@@ -311,7 +311,13 @@ def bootstrap_cis(
         enough = np.count_nonzero(weights, axis=1) >= 2
         for s, dist in zip(statistics, dists, strict=True):
             dist[start:stop] = np.where(enough, s.from_weights(weights), np.nan)
-    jackknives = _jackknives(statistics, max_cells=max_cells)
+    # the jackknife (every statistic once per item left out, as costly as n resamples) serves
+    # BCa's acceleration only: a percentile interval does without it
+    jackknives: list[np.ndarray | None] = (
+        list(_jackknives(statistics, max_cells=max_cells))
+        if method == "bca"
+        else [None] * len(statistics)
+    )
     return [
         _result(s, est, dist, jk, confidence=confidence, method=method, seed=seed_record)
         for s, est, dist, jk in zip(statistics, estimates, dists, jackknives, strict=True)
@@ -322,7 +328,7 @@ def _result(
     statistic: ItemStatistic,
     estimate: float,
     dist: np.ndarray,
-    jackknife: np.ndarray,
+    jackknife: np.ndarray | None,
     *,
     confidence: float,
     method: str,
@@ -330,7 +336,12 @@ def _result(
 ) -> BootstrapResult:
     valid = dist[np.isfinite(dist)]
     perc = percentile_interval(dist, confidence)
-    bca, z0, acc = bca_interval(dist, estimate, jackknife, confidence)
+    nan = float("nan")
+    bca, z0, acc = (
+        bca_interval(dist, estimate, jackknife, confidence)
+        if jackknife is not None
+        else ((nan, nan), nan, nan)
+    )
     chosen = bca if method == "bca" else perc
     return BootstrapResult(
         statistic=statistic.name,
@@ -363,8 +374,9 @@ def bootstrap_ci(
 ) -> BootstrapResult:
     """Bootstrap interval for ``statistic`` by resampling items with replacement.
 
-    Both the percentile and the BCa interval are computed (they share the resamples);
-    ``method`` picks the one reported in ``ci_low``/``ci_high``. Resamples where the statistic
+    ``method`` picks the interval reported in ``ci_low``/``ci_high``. The percentile interval
+    is always computed; the BCa interval (its bias correction and acceleration, which need
+    the jackknife) only for ``method="bca"``, else they are NaN. Resamples where the statistic
     is undefined (NaN, e.g. a degenerate resample) are dropped and counted in ``n_valid``.
     Pass an int seed (recorded in the result) or a numpy Generator.
     """

@@ -34,7 +34,8 @@ import operator
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, sparse, stats
+from scipy.sparse.csgraph import connected_components
 from threadpoolctl import ThreadpoolController
 
 from .shared import remembered
@@ -186,8 +187,26 @@ class WeightedFit:
     offsets: np.ndarray  # (B, R) rater offsets (least squares, items as fixed effects)
     valid: np.ndarray  # (B,) bool: error and item degrees of freedom left, s2_error > 0
     n_sets: np.ndarray  # (B,) connected sets of raters (linked by shared items)
+    rater_set: np.ndarray  # (B, R) each rater's connected set, named by its lowest rater index
     df_error: np.ndarray  # (B,)
     df_items: np.ndarray  # (B,)
+
+
+def rater_sets(linked: np.ndarray) -> np.ndarray:
+    """Each rater's connected set per resample (B, R), named by the set's lowest rater index,
+    from ``linked`` (B, R, R): whether two raters share an item the resample drew. The
+    resamples' graphs are searched side by side, in one call."""
+    b, r = linked.shape[0], linked.shape[1]
+    if b * r == 0:
+        return np.zeros((b, r), dtype=np.int64)
+    block, i, j = np.nonzero(linked)
+    graph = sparse.csr_matrix(
+        (np.ones(block.size, dtype=np.int8), (block * r + i, block * r + j)), shape=(b * r, b * r)
+    )
+    _, labels = connected_components(graph, directed=False)
+    lowest = np.full(int(labels.max()) + 1, r)
+    np.minimum.at(lowest, labels, np.tile(np.arange(r), b))
+    return lowest[labels].reshape(b, r)
 
 
 def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
@@ -212,20 +231,27 @@ def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
     n_items = w @ (n_i > 0)
     # items absorbed: L = diag(N_j) - sum_i w_i m_i m_i' / n_i, q = sum_i w_i m_i dev_i
     r_count = x.shape[1]
-    # dense on purpose: the rank below reads the Laplacian's null eigenvalue at rounding level,
-    # so a sparse product (another summation order) moves the rank of some resamples
-    outer = (m[:, :, None] * m[:, None, :]).reshape(len(n_i), r_count * r_count)
-    lap = -((w / n_safe) @ outer).reshape(-1, r_count, r_count)
+    # sparse: an item links only its own raters (the rank no longer reads L's null eigenvalue,
+    # which a product in another summation order moved)
+    outer = sparse.csr_matrix((m[:, :, None] * m[:, None, :]).reshape(len(n_i), r_count**2))
+    lap = -np.asarray((outer.T @ (w / n_safe).T).T).reshape(-1, r_count, r_count)
     idx = np.arange(r_count)
     lap[:, idx, idx] += n_j
     q = w @ dev
     within = w @ (dev**2).sum(axis=1)  # x'(I - P_Z)x
     with _BLAS.limit(limits=1, user_api="blas"):
         pinv = np.linalg.pinv(lap, rcond=1e-10, hermitian=True)
-        rank_l = np.linalg.matrix_rank(lap, hermitian=True)
     offsets = np.einsum("bjk,bk->bj", pinv, q)
     sse = within - np.einsum("bj,bj->b", q, offsets)
     raters = active.sum(axis=1)
+    # L is the Laplacian of the raters' graph (edge weights sum_i w_i m_ij m_ik / n_i, a
+    # rater not drawn alone): its rank is the drawn raters less their connected sets, counted
+    # from the design. Read from L's eigenvalues it was wrong at rounding level (the null
+    # eigenvalue against numpy's default tolerance) in some resamples of complete designs.
+    # An off-diagonal entry is a sum of non-negative terms: below 0 exactly where linked.
+    sets = rater_sets(lap < 0)
+    n_sets = ((sets == idx) & active).sum(axis=1)
+    rank_l = raters - n_sets
     df_error = big_n - n_items - rank_l
     df_items = n_items - raters + rank_l
     sum_j = w @ y
@@ -241,7 +267,8 @@ def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
         s2_error=s2_e,
         offsets=offsets,
         valid=(df_error >= 1) & (df_items >= 1) & (s2_e > 0),
-        n_sets=raters - rank_l,
+        n_sets=n_sets,
+        rater_set=sets,
         df_error=df_error,
         df_items=df_items,
     )

@@ -41,11 +41,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components
 
 from ..bootstrap import ItemStatistic
-from ..icc_twoway_incomplete import fit_from_weights, icc_consistency_incomplete
+from ..icc_twoway_incomplete import WeightedFit, fit_from_weights, icc_consistency_incomplete
 from .study_set import machine_vector, study_set
 from .twoway import STEP_UP_TO
 
@@ -132,7 +130,7 @@ class FittedMachine:
         r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]
         u = w * self._use[None, :]
         big_n = u.sum(axis=1)
-        comp, n_comp = self._components(w, split=fit.n_sets > 1)
+        comp, n_comp = self._components(w, fit)
         with np.errstate(divide="ignore", invalid="ignore"):
             # the offsets are identified within a connected set of clinicians only (a
             # resample often splits the sparse design): centre r and y within each set
@@ -161,21 +159,16 @@ class FittedMachine:
         }
         return {k: np.where(ok, val, np.nan) for k, val in out.items()}
 
-    def _components(self, w: np.ndarray, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _components(self, w: np.ndarray, fit: WeightedFit) -> tuple[np.ndarray, np.ndarray]:
         """Per resample, the connected set of clinicians (linked by an item both rated)
-        each item belongs to (B, n), and the number of sets holding a used item (B,); the
-        graph is searched only in the resamples the fit found ``split``."""
-        b, n = w.shape
-        comp = np.zeros((b, n), dtype=np.int64)
-        n_comp = np.ones(b)
-        first = self._first_rater
-        for row in np.flatnonzero(split):
-            drawn = w[row] > 0
-            link = self._rated[drawn].T @ self._rated[drawn]
-            _, labels = connected_components(sparse.csr_matrix(link), directed=False)
-            comp[row] = labels[first]
-            n_comp[row] = np.unique(comp[row][drawn & (self._use > 0)]).size
-        return comp, n_comp
+        each item belongs to (B, n), and the number of sets holding a used item (B,): the
+        sets are the fit's (one search for all resamples)."""
+        comp = fit.rater_set[:, self._first_rater]
+        b, r = fit.rater_set.shape
+        rows, cols = np.nonzero((w > 0) & (self._use > 0)[None, :])
+        holds = np.zeros((b, r), dtype=bool)
+        holds[rows, comp[rows, cols]] = True
+        return comp, holds.sum(axis=1)
 
 
 def _group_means(u: np.ndarray, v: np.ndarray, group: np.ndarray) -> np.ndarray:

@@ -30,6 +30,8 @@ MAX_QUERIES = 111
 PER_RESAMPLE_WORK = {
     "resample_weights": [(bootstrap, "resample_weights")],
     "fit_from_weights": [(fitted, "fit_from_weights"), (icc_twoway_incomplete, "fit_from_weights")],
+    # the search for connected sets of clinicians: once per fit, for all its resamples
+    "connected_components": [(icc_twoway_incomplete, "connected_components")],
     "weighted_alphas": [(alpha, "weighted_alphas")],
     "consistency_icc2": [(machine, "consistency_icc2")],
 }
@@ -100,4 +102,5 @@ def test_the_per_resample_work_is_called_per_cell_not_per_resample() -> None:
     # jackknife), where a loop over resamples would make 200 per cell
     assert set(many) == set(PER_RESAMPLE_WORK), many
     assert many["resample_weights"] <= 3 * cells, (many, cells)
+    assert many["connected_components"] == many["fit_from_weights"], many
     assert sum(many.values()) <= 20 * cells, (many, cells)

@@ -131,6 +131,20 @@ def test_generic_jackknife_and_zero_acceleration_on_symmetric_data() -> None:
     np.testing.assert_allclose(res.bca_ci, np.quantile(res.distribution, levels), rtol=1e-12)
 
 
+class _MeanWithoutJackknife(_Mean):
+    def jackknife(self, *, max_cells: int = 0) -> np.ndarray:
+        raise AssertionError("the percentile interval needs no jackknife")
+
+
+def test_a_percentile_interval_skips_the_jackknife_and_leaves_bca_undefined() -> None:
+    values = np.random.default_rng(5).normal(size=40)
+    res = bootstrap_ci(_MeanWithoutJackknife(values), n_resamples=300, method="percentile", seed=2)
+    both = bootstrap_ci(_Mean(values), n_resamples=300, method="bca", seed=2)
+    assert (res.ci_low, res.ci_high) == res.percentile_ci == both.percentile_ci
+    assert np.isnan(res.bca_ci).all() and np.isnan(res.acceleration)
+    assert np.isfinite(both.bca_ci).all()
+
+
 def test_bca_levels_reduce_to_percentile_without_bias_or_acceleration() -> None:
     assert bca_levels(0.0, 0.0, 0.95) == pytest.approx((0.025, 0.975), abs=1e-12)
     assert bca_levels(0.0, 0.0, 0.90) == pytest.approx((0.05, 0.95), abs=1e-12)

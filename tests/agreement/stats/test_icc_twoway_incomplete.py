@@ -11,9 +11,12 @@ import pingouin as pg
 import pytest
 from scipy import stats
 
+from agreement.stats.bootstrap import resample_weights
 from agreement.stats.icc_twoway_incomplete import (
+    fit_from_weights,
     icc_consistency_from_weights,
     icc_consistency_incomplete,
+    rater_sets,
 )
 from agreement.stats.medhelm import ClinicianTwoWayStatistic, clinician_twoway
 from agreement.stats.simulation import Design, score_table, simulate_matrix
@@ -131,3 +134,38 @@ def test_no_item_rated_twice_is_refused_naming_the_degrees_of_freedom() -> None:
     with pytest.raises(ValueError, match="every rater"):
         icc_consistency_incomplete(np.column_stack([x, np.full(6, np.nan)]))
     assert np.isnan(icc_consistency_from_weights(x, np.ones((1, 6)))[0])
+
+
+def test_rater_sets_are_the_raters_linked_by_a_drawn_item() -> None:
+    # raters 0-1-2 linked by items 0 and 1, raters 3-4 by item 2; item 3 rated by 5 alone
+    # links nobody; rater 6 rated nothing drawn
+    x = np.full((4, 7), np.nan)
+    x[0, [0, 1]] = x[1, [1, 2]] = x[2, [3, 4]] = x[3, 5] = 1.0
+    x[:, 6] = np.nan
+    weights = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 2.0, 1.0], [0.0, 0.0, 0.0, 3.0]])
+    fit = fit_from_weights(x, weights)
+    assert fit.rater_set.tolist() == [
+        [0, 0, 0, 3, 3, 5, 6],
+        [0, 0, 2, 3, 3, 5, 6],
+        [0, 1, 2, 3, 4, 5, 6],
+    ]
+    # the sets among raters with an item drawn: {0,1,2} {3,4} {5}; {0,1} {3,4} {5} (rater 2's
+    # only item not drawn); {5}
+    assert fit.n_sets.tolist() == [3, 3, 1]
+    linked = np.zeros((1, 3, 3), dtype=bool)
+    linked[0, 2, 0] = linked[0, 0, 2] = True
+    assert rater_sets(linked).tolist() == [[0, 1, 0]]
+
+
+def test_every_resample_of_a_complete_design_has_the_designs_degrees_of_freedom() -> None:
+    # 3 raters rating all 100 items: whatever the draw, one connected set, rank(L) = 2, so
+    # df_error = 3n - n - 2 and df_items = n - 1 (n = 100 draws). L's null eigenvalue sits at
+    # the rounding level of numpy's default rank tolerance; read from the eigenvalues, some of
+    # 16 of these 2,000 resamples got rank 3 (numpy 2.4, OpenBLAS): a degree of freedom lost to
+    # error, a wrong ICC
+    x = _matrix(Design(100, 3, 3), 11)
+    weights = resample_weights(np.random.default_rng(12), 100, 2000)
+    fit = fit_from_weights(x, weights)
+    assert (fit.n_sets == 1).all()
+    assert (fit.df_error == 2 * 100 - 2).all()
+    assert (fit.df_items == 100 - 1).all()
