@@ -1,9 +1,12 @@
-"""A rated study whose clinicians have names and e-mails no report may show, and clients."""
+"""A rated study whose clinicians have names and e-mails no report may show, built once per
+module (tests/support/module_data.py: each test sees it as built, whatever the tests before
+it wrote), and clients."""
 
 from __future__ import annotations
 
+import copy
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,6 +14,7 @@ from pypdf import PdfReader
 from rest_framework.test import APIClient
 
 from tests.agreement.factories import Built, build_study
+from tests.support.module_data import Unblock, module_transaction
 
 SECRET_NAMES = ("Zephyrine", "Quillfeather")
 
@@ -22,18 +26,33 @@ def reports_in_the_request(settings) -> None:
     settings.AGREEMENT_REPORTS_IN_BACKGROUND = False
 
 
+@pytest.fixture(scope="module")
+def module_db(django_db_setup, django_db_blocker) -> Iterator[Unblock]:
+    """This module's transaction: a module fixture writes its rows under `with module_db():`."""
+    with module_transaction(django_db_blocker) as unblock:
+        yield unblock
+
+
+@pytest.fixture(scope="module")
+def built_once(module_db: Unblock) -> Built:
+    """The study every test of the module reads (a test's own writes are rolled back)."""
+    with module_db():
+        b = build_study(n_items=12, n_clinicians=4, leave_pending=2)
+        User = get_user_model()
+        for n, c in enumerate(b.members.clinicians):
+            User.objects.filter(pk=c.pk).update(
+                username=f"dr-hidden-{n}",
+                email=f"hidden.clinician{n}@hospital.example",
+                first_name=SECRET_NAMES[0],
+                last_name=SECRET_NAMES[1],
+            )
+        return b
+
+
 @pytest.fixture
-def built(db) -> Built:
-    b = build_study(n_items=12, n_clinicians=4, leave_pending=2)
-    User = get_user_model()
-    for n, c in enumerate(b.members.clinicians):
-        User.objects.filter(pk=c.pk).update(
-            username=f"dr-hidden-{n}",
-            email=f"hidden.clinician{n}@hospital.example",
-            first_name=SECRET_NAMES[0],
-            last_name=SECRET_NAMES[1],
-        )
-    return b
+def built(db, built_once: Built) -> Built:
+    """The module's study, as this test's own copy of its objects."""
+    return copy.deepcopy(built_once)
 
 
 @pytest.fixture

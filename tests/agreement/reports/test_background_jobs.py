@@ -6,8 +6,10 @@ tests/e2e/test_report_in_background.py."""
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
@@ -28,38 +30,71 @@ def in_background(settings) -> None:
 
 
 def test_a_queued_job_has_its_parameters_checked_and_its_seed_drawn_at_once(built, in_background):
+    jobs_before, snapshots_before = ReportJob.objects.count(), ReportSnapshot.objects.count()
     with pytest.raises(AgreementError) as exc:
         services.request_report(study=built.study, actor=None, parameters={"n_resamples": 1})
     assert "n_resamples" in exc.value.as_dict()
-    assert not ReportJob.objects.exists()
+    assert ReportJob.objects.count() == jobs_before
     job = services.request_report(study=built.study, actor=None, parameters={"n_resamples": 20})
     assert job.status == ReportJob.Status.QUEUED and job.stage == jobs.STAGE_QUEUED
     assert isinstance(job.parameters["seed"], int)
-    assert not ReportSnapshot.objects.exists()
+    assert ReportSnapshot.objects.count() == snapshots_before
 
 
-def test_a_job_computes_its_report_writing_progress_and_stores_its_renderings(built):
-    job = services.request_report(
-        study=built.study, actor=built.members.researcher, parameters=PARAMS, background=True
-    )
+@dataclass
+class FinishedJob:
+    job: ReportJob
+    progress: list[tuple[str, int, int]]  # (stage, done, total) as the job wrote them
+    drawn: list[str]  # the key of each figure drawn while the job ran
+
+
+@pytest.fixture(scope="module")
+def finished_once(module_db, built_once) -> FinishedJob:
+    """A job queued and run to its end by the worker's function, with the progress it wrote
+    and the figures it drew seen on the way."""
     seen: list[tuple[str, int, int]] = []
-    writer = jobs._ProgressWriter(job)
+    drawn: list[str] = []
 
-    def spy(stage: str, done: int, total: int) -> None:
-        seen.append((stage, done, total))
-        writer(stage, done, total)
+    class SeenProgress(jobs._ProgressWriter):
+        def __call__(self, stage: str, done: int, total: int) -> None:
+            seen.append((stage, done, total))
+            super().__call__(stage, done, total)
 
-    snapshot = services.create_snapshot(
-        study=built.study, actor=None, parameters=job.parameters, progress=spy
-    )
-    stages = [s for s, _, _ in seen]
+    # the module (agreement.plots re-exports its function of the same name)
+    drawing = importlib.import_module("agreement.plots.figures")
+    draw = drawing.figures
+
+    def counted(results):
+        out = draw(results)
+        drawn.extend(key for key, _title, fig, _note in out if fig is not None)
+        return out
+
+    with module_db(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jobs, "_ProgressWriter", SeenProgress)
+        patch.setattr(drawing, "figures", counted)
+        job = services.request_report(
+            study=built_once.study,
+            actor=built_once.members.researcher,
+            parameters=PARAMS,
+            background=True,
+        )
+        return FinishedJob(job=services.run_report_job(job.pk), progress=seen, drawn=drawn)
+
+
+@pytest.fixture
+def finished(built, finished_once) -> FinishedJob:
+    return copy.deepcopy(finished_once)
+
+
+def test_a_job_computes_its_report_writing_progress_and_stores_its_renderings(finished):
+    stages = [s for s, _, _ in finished.progress]
     assert stages[0] == "reading the scores" and "leaderboard and figure data" in stages
-    cells = [(d, t) for s, d, t in seen if s.startswith("bootstrapping")]
-    assert cells and cells[-1][0] == cells[-1][1] == len(snapshot.results["cells"])
+    assert stages[-1] == jobs.STAGE_SAVING
+    ended = finished.job
+    cells = [(d, t) for s, d, t in finished.progress if s.startswith("bootstrapping")]
+    assert cells and cells[-1][0] == cells[-1][1] == len(ended.snapshot.results["cells"])
     assert [d for d, _ in cells] == sorted(d for d, _ in cells)
-    snapshot.delete()
 
-    ended = services.run_report_job(job.pk)
     assert ended.status == ReportJob.Status.FINISHED and ended.snapshot is not None
     assert ended.cells_done == ended.cells_total == len(ended.snapshot.results["cells"])
     assert ended.resamples_done == ended.cells_total * 20
@@ -74,36 +109,24 @@ def test_a_job_computes_its_report_writing_progress_and_stores_its_renderings(bu
     }
     assert kinds == set(services.RENDERINGS) | figure_files
     # delivered again (acks_late): nothing more happens
-    assert services.run_report_job(job.pk).snapshot_id == ended.snapshot_id
+    assert services.run_report_job(ended.pk).snapshot_id == ended.snapshot_id
     assert ReportSnapshot.objects.count() == 1
 
 
-def test_a_job_draws_each_figure_once_for_the_page_the_pdf_and_the_files(built, monkeypatch):
-    # the module (agreement.plots re-exports its function of the same name)
-    drawing = importlib.import_module("agreement.plots.figures")
-    drawn: list[str] = []
-    draw = drawing.figures
-
-    def counted(results):
-        out = draw(results)
-        drawn.extend(key for key, _title, fig, _note in out if fig is not None)
-        return out
-
-    monkeypatch.setattr(drawing, "figures", counted)
-    job = services.request_report(study=built.study, actor=None, parameters=PARAMS, background=True)
-    jobs.run_report_job(job.pk)
-    job.refresh_from_db()
-    assert job.status == ReportJob.Status.FINISHED
+def test_a_job_draws_each_figure_once_for_the_page_the_pdf_and_the_files(finished):
+    assert finished.job.status == ReportJob.Status.FINISHED
+    drawn = finished.drawn
     assert drawn and len(drawn) == len(set(drawn)), drawn  # each figure drawn once
-    files = ReportRendering.objects.filter(snapshot=job.snapshot, kind__startswith="figure:")
+    files = ReportRendering.objects.filter(
+        snapshot=finished.job.snapshot, kind__startswith="figure:"
+    )
     assert files.count() == 4 * len(plots.FIGURE_FORMATS)
 
 
-def test_opening_and_downloading_a_stored_report_never_renders_it_again(built, client, monkeypatch):
-    job = services.request_report(
-        study=built.study, actor=None, parameters=PARAMS, background=False
-    )
-    snapshot = job.snapshot
+def test_opening_and_downloading_a_stored_report_never_renders_it_again(
+    built, finished, client, monkeypatch
+):
+    snapshot = finished.job.snapshot
     stored = {r.kind: bytes(r.content) for r in ReportRendering.objects.filter(snapshot=snapshot)}
 
     def must_not_run(*args, **kwargs):

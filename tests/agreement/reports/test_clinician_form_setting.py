@@ -30,9 +30,9 @@ from agreement.stats.medhelm import (
 )
 from tests.agreement.reports.jobs import created_report
 
-PARAMS = {"n_resamples": 30, "seed": 4}
+PARAMS = {"n_resamples": 20, "seed": 4}
 ALLOWED = ", ".join(REQUESTABLE_FORMS)
-FORM = {"n_resamples": 30, "seed": 4, "confidence": 0.95, "ci_method": "bca", "values": "latest"}
+FORM = {"n_resamples": 20, "seed": 4, "confidence": 0.95, "ci_method": "bca", "values": "latest"}
 
 
 def _clinician_forms(snapshot: ReportSnapshot) -> set[str]:

@@ -1,18 +1,21 @@
 """A stored report as CSV, JSON and PDF, with names drawn safely and cells that cannot act
-as spreadsheet formulas."""
+as spreadsheet formulas. The report the downloads read is computed once for the module."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 
+import pytest
 from django.urls import reverse
 
 from agreement import analysis, plots, services
+from agreement.models import ReportSnapshot
 from delphi.models import TaxonomyNode
 from jury.models import Judge
 
-PARAMS = {"n_resamples": 60, "seed": 5}
+PARAMS = {"n_resamples": 20, "seed": 5}
 METHOD_KEYS = {
     "forms",
     "pairwise_rule",
@@ -27,8 +30,20 @@ METHOD_KEYS = {
 }
 
 
-def test_exports_csv_json_pdf(built, client, pdf_page_count):
-    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+@pytest.fixture(scope="module")
+def report_once(module_db, built_once) -> ReportSnapshot:
+    with module_db():
+        return services.create_snapshot(study=built_once.study, actor=None, parameters=PARAMS)
+
+
+@pytest.fixture
+def report(built, report_once) -> ReportSnapshot:
+    """The module's report, stored without its renderings (each download makes its own)."""
+    return copy.deepcopy(report_once)
+
+
+def test_exports_csv_json_pdf(built, report, client, pdf_page_count):
+    snap = report
     client.force_login(built.members.researcher)
     base = f"/studies/{built.study.pk}/agreement/{snap.pk}/report"
     response = client.get(base + ".csv")
@@ -66,8 +81,8 @@ def test_names_with_dollars_and_formula_starts_are_drawn_and_exported_as_text(bu
     assert {r["column"] for r in rows} >= {"'=gpt$\\frac$"}
 
 
-def test_alpha_is_in_the_csv_json_and_page_beside_every_icc(built, client):
-    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+def test_alpha_is_in_the_csv_json_and_page_beside_every_icc(built, report, client):
+    snap = report
     client.force_login(built.members.researcher)
     base = f"/studies/{built.study.pk}/agreement/{snap.pk}/report"
     rows = list(csv.DictReader(io.StringIO(client.get(base + ".csv").content.decode())))

@@ -1,8 +1,9 @@
 """Each figure of a stored report downloads as SVG, PDF (vector) and 300-dpi PNG, names
-drawn as written."""
+drawn as written. The report is computed once for the module."""
 
 from __future__ import annotations
 
+import copy
 import io
 import struct
 import xml.etree.ElementTree as ET
@@ -11,9 +12,10 @@ import pytest
 from pypdf import PdfReader
 
 from agreement import services
+from agreement.models import ReportSnapshot
 from delphi.models import TaxonomyNode
 
-PARAMS = {"n_resamples": 40, "seed": 3}
+PARAMS = {"n_resamples": 20, "seed": 3}
 KEYS = ("scatter", "bland_altman", "forest", "heatmap")
 CATEGORY = "Costs $5 & <b>_x_</b> 100%"
 
@@ -28,10 +30,19 @@ def _png_info(data: bytes) -> tuple[int, int, float]:
     return width, height, per_metre * 0.0254
 
 
+@pytest.fixture(scope="module")
+def snapshot_once(module_db, built_once) -> ReportSnapshot:
+    """A report of the module's study, a category renamed to CATEGORY first."""
+    with module_db():
+        TaxonomyNode.objects.filter(kind="category", name__startswith="Clinical").update(
+            name=CATEGORY
+        )
+        return services.create_snapshot(study=built_once.study, actor=None, parameters=PARAMS)
+
+
 @pytest.fixture
-def snapshot(built):
-    TaxonomyNode.objects.filter(kind="category", name__startswith="Clinical").update(name=CATEGORY)
-    return services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+def snapshot(built, snapshot_once) -> ReportSnapshot:
+    return copy.deepcopy(snapshot_once)
 
 
 def test_every_figure_in_every_format(snapshot, built, client):

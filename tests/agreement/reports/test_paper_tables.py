@@ -1,9 +1,11 @@
 """Table 2 for a paper: LaTeX (booktabs) and Markdown downloads whose text survives hostile
 names, whose numbers are the report's JSON values, and the methods paragraph generated from
-the stored method record."""
+the stored method record. The module's two reports (one under hostile names) are computed
+once for the module."""
 
 from __future__ import annotations
 
+import copy
 import re
 import shutil
 import subprocess
@@ -12,6 +14,7 @@ import pytest
 from django.utils.html import escape
 
 from agreement import renderings, services
+from agreement.models import ReportSnapshot
 from delphi.models import TaxonomyNode
 from jury.models import Judge
 from tests.agreement.factories import demo_study_with_jury
@@ -59,15 +62,43 @@ def _close(text: str, value: float) -> bool:
     return abs(float(text.replace("\u2212", "-")) - value) <= 0.0005 + 1e-12
 
 
+@pytest.fixture(scope="module")
+def report_once(module_db, built_once) -> ReportSnapshot:
+    with module_db():
+        return services.create_snapshot(study=built_once.study, actor=None, parameters=PARAMS)
+
+
 @pytest.fixture
-def hostile_snapshot(built):
-    TaxonomyNode.objects.filter(kind="category", name__startswith="Clinical").update(
-        name=HOSTILE[0]
-    )
-    Judge.objects.filter(name="gpt-judge").update(name=HOSTILE[1])
-    Judge.objects.filter(name="claude-judge").update(name=HOSTILE[2])
-    built.study.items.filter(benchmark="MEDIQA").update(benchmark=HOSTILE[3])
-    return services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+def report(built, report_once) -> ReportSnapshot:
+    return copy.deepcopy(report_once)
+
+
+@pytest.fixture(scope="module")
+def hostile_once(module_db, built_once) -> ReportSnapshot:
+    """A report computed under hostile names, which are then put back: the module's other
+    tests see the study as built."""
+    with module_db():
+        category = TaxonomyNode.objects.filter(kind="category", name__startswith="Clinical")
+        (category_pk,) = category.values_list("pk", flat=True)
+        category_name = TaxonomyNode.objects.get(pk=category_pk).name
+        hostile_items = list(
+            built_once.study.items.filter(benchmark="MEDIQA").values_list("pk", flat=True)
+        )
+        category.update(name=HOSTILE[0])
+        Judge.objects.filter(name="gpt-judge").update(name=HOSTILE[1])
+        Judge.objects.filter(name="claude-judge").update(name=HOSTILE[2])
+        built_once.study.items.filter(pk__in=hostile_items).update(benchmark=HOSTILE[3])
+        snapshot = services.create_snapshot(study=built_once.study, actor=None, parameters=PARAMS)
+        TaxonomyNode.objects.filter(pk=category_pk).update(name=category_name)
+        Judge.objects.filter(name=HOSTILE[1]).update(name="gpt-judge")
+        Judge.objects.filter(name=HOSTILE[2]).update(name="claude-judge")
+        built_once.study.items.filter(pk__in=hostile_items).update(benchmark="MEDIQA")
+        return snapshot
+
+
+@pytest.fixture
+def hostile_snapshot(built, hostile_once) -> ReportSnapshot:
+    return copy.deepcopy(hostile_once)
 
 
 def test_latex_table_is_well_formed_and_holds_the_json_values(hostile_snapshot):
@@ -183,8 +214,8 @@ def test_markdown_table_has_one_cell_per_column_and_the_json_values(hostile_snap
     assert approximate == checked  # the demo-shaped study has fewer than 100 items
 
 
-def test_methods_paragraph_states_the_stored_method(built):
-    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+def test_methods_paragraph_states_the_stored_method(report):
+    snap = report
     text = services.methods_text(snap)
     method = snap.method
     for fact in (
@@ -213,8 +244,8 @@ def test_methods_paragraph_states_the_stored_method(built):
     assert renderings.latex_escape(changed) in services.export_latex(snap)
 
 
-def test_paper_downloads_on_the_page_and_through_the_api(built, client, api_as):
-    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+def test_paper_downloads_on_the_page_and_through_the_api(built, report, client, api_as):
+    snap = report
     client.force_login(built.members.researcher)
     page = client.get(f"/studies/{built.study.pk}/agreement/{snap.pk}/").content.decode()
     assert 'data-testid="methods-paragraph"' in page and 'data-copy="methods-paragraph"' in page
@@ -297,8 +328,10 @@ def test_not_estimable_cells_print_the_mark_and_their_reason(db):
         assert span == 2 and plain_text(src) == "n.e."
 
 
-def test_page_states_each_statistics_interval_and_marks_small_cells_approximate(built, client):
-    snap = services.create_snapshot(study=built.study, actor=None, parameters=PARAMS)
+def test_page_states_each_statistics_interval_and_marks_small_cells_approximate(
+    built, report, client
+):
+    snap = report
     intervals = snap.method["intervals"]
     assert intervals["by_statistic"]["machine_vs_clinicians"].startswith(snap.method["ci_method"])
     client.force_login(built.members.researcher)

@@ -6,9 +6,11 @@ the same at 20 and at 200 resamples. No timing is asserted (the machine is share
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from unittest import mock
 
 import pytest
@@ -19,6 +21,7 @@ from agreement.models import ReportJob
 from agreement.services import jobs
 from agreement.stats import bootstrap, icc_twoway_incomplete
 from agreement.stats.medhelm import alpha, fitted, machine
+from tests.factories import StudyWithMembers
 from tests.support.report_study import medhelm_shaped_study
 
 #: The job's queries, whatever the study's size (111 at issue 32): reading the scores, the study's
@@ -80,22 +83,41 @@ def run_job(study, actor, *, resamples: int, calls: bool = False) -> tuple[Repor
     return job, len(queries), counted
 
 
-@pytest.mark.django_db
-def test_the_report_jobs_queries_do_not_grow_with_the_study() -> None:
+@dataclass
+class LargeJob:
+    members: StudyWithMembers
+    job: ReportJob
+    queries: int
+    calls: Counter
+
+
+@pytest.fixture(scope="module")
+def large_once(module_db) -> LargeJob:
+    """The larger study (60 cases) and its job at 20 resamples, with its queries and calls
+    counted; both tests compare another job with it."""
+    with module_db():
+        large = medhelm_shaped_study(cases=60, n_clinicians=6, seed=2)
+        job, queries, calls = run_job(large.study, large.coordinator, resamples=20, calls=True)
+        return LargeJob(members=large, job=job, queries=queries, calls=calls)
+
+
+@pytest.fixture
+def large(db, large_once) -> LargeJob:
+    return copy.deepcopy(large_once)
+
+
+def test_the_report_jobs_queries_do_not_grow_with_the_study(large) -> None:
     small = medhelm_shaped_study(cases=20, n_clinicians=6, seed=1)
-    large = medhelm_shaped_study(cases=60, n_clinicians=6, seed=2)
     job_small, n_small, _ = run_job(small.study, small.coordinator, resamples=20)
-    job_large, n_large, _ = run_job(large.study, large.coordinator, resamples=20)
+    job_large, n_large = large.job, large.queries
     assert job_large.cells_total == job_small.cells_total > 0
     assert n_small == n_large, (n_small, n_large)
     assert n_large <= MAX_QUERIES
 
 
-@pytest.mark.django_db
-def test_the_per_resample_work_is_called_per_cell_not_per_resample() -> None:
-    large = medhelm_shaped_study(cases=60, n_clinicians=6, seed=2)
-    job, _, few = run_job(large.study, large.coordinator, resamples=20, calls=True)
-    _, _, many = run_job(large.study, large.coordinator, resamples=200, calls=True)
+def test_the_per_resample_work_is_called_per_cell_not_per_resample(large) -> None:
+    job, few = large.job, large.calls
+    _, _, many = run_job(large.members.study, large.members.coordinator, resamples=200, calls=True)
     assert few == many, (few, many)
     cells = job.cells_total
     # a handful of calls per cell (its point estimate, its resamples in one chunk, its

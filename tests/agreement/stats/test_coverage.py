@@ -6,6 +6,11 @@ sqrt(p (1 - p) / N) at the nominal level p; each check allows the target band (1
 around the nominal level, issue 21) plus 2.5 Monte Carlo SDs, so a correct interval fails by
 chance with probability under 1% (and, the studies being seeded, the result is the same on
 every run). The chosen F interval equals pingouin's unrounded bound to 1e-9 relative.
+
+Each test runs the fewest studies at which its band still leaves out, by a margin, the
+coverage of the failure it guards against (named in the test: a form the reports used before,
+a fit that breaks): the band widens as the studies get fewer. The coverage itself, with
+thousands of studies per design, is bench/bench_coverage.py's (figures in bench/README.md).
 """
 
 from __future__ import annotations
@@ -91,9 +96,12 @@ def test_item_bootstrap_undercovers_absolute_agreement_so_it_is_not_chosen() -> 
 
 
 def test_chosen_consistency_interval_covers_200_items_2_raters() -> None:
+    # The item bootstrap BCa (1,000 resamples, as the reports): 150 studies, band 1.5 points +
+    # 2.5 MC SDs = 6.0 points, which a bootstrap that breaks (a percentile of the wrong
+    # statistic, resamples that ignore the weights) falls far outside.
     design = Design(200, 2, 2)
     tally = Tally(true_values(design)["ICC(C,1)"], NOMINAL)
-    for i, x in enumerate(_studies(design, 400, seed=23)):
+    for i, x in enumerate(_studies(design, 150, seed=23)):
         r = icc_interval(x, form="ICC(C,1)", seed=i)
         assert r.method == "item_bootstrap_bca"
         tally.add(r.ci_low, r.ci_high)
@@ -102,12 +110,12 @@ def test_chosen_consistency_interval_covers_200_items_2_raters() -> None:
 
 def test_report_machine_interval_covers_200_items_2_raters() -> None:
     # Table 2's machine column: ICC(3,2) on z-scores, item bootstrap BCa (500 resamples to
-    # stay fast; the report uses 1,000).
+    # stay fast; the report uses 1,000). 60 studies: band 1.5 + 2.5 MC SDs = 8.5 points.
     design = Design(200, 2, 2)
     truth = true_values(design)["machine ICC(3,2)"]
     tally = Tally(truth, NOMINAL)
     rng = np.random.default_rng(24)
-    for i in range(120):
+    for i in range(60):
         x, machine = simulate_matrix(rng, design)
         boot = bootstrap_machine_vs_clinicians(
             score_table(x, machine), machine=MACHINE, n_resamples=500, seed=i
@@ -205,9 +213,9 @@ def _oneway_coverage(design: Design, n: int, seed: int) -> Tally:
 
 
 def test_one_way_clinician_interval_covers_100_items_2_of_6() -> None:
-    # The form the design gives an incomplete clinician cell (issue 16): F interval, no
-    # resampling, 600 studies (MC SD 0.89 points), about 10 s.
-    tally = _oneway_coverage(Design(100, 6, 2), 600, seed=31)
+    # The one-way form asked for on an incomplete design (issue 16): F interval, no
+    # resampling, 200 studies (MC SD 1.54 points; band 5.4 points).
+    tally = _oneway_coverage(Design(100, 6, 2), 200, seed=31)
     assert abs(tally.coverage - NOMINAL) <= _allowed(tally.n), tally.coverage
 
 
@@ -234,11 +242,11 @@ def test_two_way_clinician_interval_covers_100_items_2_of_29_and_2_of_6(
 ) -> None:
     # The form an incomplete clinician cell gets (issue 21): ICC(C,2) with fitted clinician
     # offsets, Wald's exact interval, no resampling. 2 of 29 per item at 100 items is where
-    # the one-way form covered 76%; 700 studies each (MC SD 0.82 points), about 15 s each.
-    # The band (1.5 points + 2.5 MC SDs = 3.6 points) keeps the one-way form's 76% and 87%
-    # far outside, so a regression to it fails; an exact interval falls outside it by chance
-    # with probability under 1% (and, seeded, never on a rerun).
-    tally = _twoway_coverage(design, 700, seed)
+    # the one-way form covered 76%; 200 studies each (MC SD 1.54 points). The band (1.5
+    # points + 2.5 MC SDs = 5.4 points) keeps the one-way form's 76% and 87% outside, so a
+    # regression to it fails; an exact interval falls outside it by chance with probability
+    # under 1% (and, seeded, never on a rerun).
+    tally = _twoway_coverage(design, 200, seed)
     assert abs(tally.coverage - NOMINAL) <= _allowed(tally.n), tally.coverage
 
 
@@ -246,12 +254,12 @@ def test_fitted_difference_interval_covers_100_items_2_of_29() -> None:
     # Issue 21's machine side: machine ICC(3,2) minus the clinicians' two-way ICC(C,2), both
     # with the clinicians' offsets fitted, refitted per resample, percentile interval (what a
     # report prints on such a design). The z-scored machine term covered 76.5% here (bench/
-    # README.md). 120 studies x 150 resamples (the report uses 1,000) keep it about 15 s on
-    # a free core; the band (1.5 points + 2.5 MC SDs = 6.5 points) keeps 76.5% far outside.
+    # README.md). 60 studies x 150 resamples (the report uses 1,000); the band (1.5 points +
+    # 2.5 MC SDs = 8.5 points) keeps 76.5% far outside.
     design = Design(100, 29, 2)
     tally = Tally(true_values(design)["machine - clinician pairs"], NOMINAL)
     rng = np.random.default_rng(35)
-    for i in range(120):
+    for i in range(60):
         x, machine = simulate_matrix(rng, design)
         boot = bootstrap_machine_minus_clinicians(
             score_table(x, machine),
@@ -270,14 +278,14 @@ def test_fitted_difference_interval_covers_100_items_2_of_29() -> None:
 def test_fitted_machine_interval_covers_200_items_2_of_29() -> None:
     # The fitted machine ICC(3,2), where its cell loses the approximate mark: clinicians
     # rating 13.8 items each on average (agreement.analysis.settings; the z-scored ICC covered
-    # 91.0% here, the fitted one 95.8% in 1,200 studies, bench/README.md). 300 studies x 150
-    # resamples, about 25 s on a free core; band 1.5 + 2.5 MC SDs = 4.6 points: it catches
-    # a fit that breaks, not the 4 points the z-scores lost (the bench measures those).
+    # 91.0% here, the fitted one 95.8% in 1,200 studies, bench/README.md). 100 studies x 150
+    # resamples; band 1.5 + 2.5 MC SDs = 6.9 points: it catches a fit that breaks, not the 4
+    # points the z-scores lost (the bench measures those).
     design = Design(200, 29, 2)
     truth = true_values(design)["machine ICC(3,2)"]
     tally = Tally(truth, NOMINAL)
     rng = np.random.default_rng(36)
-    for i in range(300):
+    for i in range(100):
         x, machine = simulate_matrix(rng, design)
         boot = bootstrap_machine_fitted(
             score_table(x, machine), machine=MACHINE, on_degenerate="drop", n_resamples=150, seed=i
@@ -310,7 +318,7 @@ def test_fitted_machine_statistics_are_unbiased_where_z_scores_are_not() -> None
 def test_clinician_alpha_with_fitted_offsets_covers_100_items_2_of_29() -> None:
     # The clinicians' interval alpha on such a design: the two-way ICC(C,1), Wald's exact
     # interval, no resampling; the z-scored alpha's bootstrap covered 87.5% here. 300 studies
-    # (MC SD 1.26 points; band 4.6 points).
+    # (MC SD 1.26 points; band 4.6 points), as fewer would let 87.5% through.
     design = Design(100, 29, 2)
     tally = Tally(true_values(design)["clinician alpha (interval)"], NOMINAL)
     for x in _studies(design, 300, seed=37):
