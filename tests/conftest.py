@@ -41,16 +41,31 @@ RENDERED_BUT_STORED = (
 )
 
 
+#: The xdist group of the tests that share fixed Redis databases (each flushes or watches a
+#: numbered database: tests/support/deploy.REDIS_TEST_DB, the brokers of the worker-outage
+#: tests): one process runs them all, one after the other.
+SHARED_REDIS_GROUP = "redis-databases"
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Marks by folder for CI, which runs on both stacks the tests whose result the stack can
     change, and the others once: `pure` (neither a database nor a broker) on the second
-    stack, `rendered` (above) on the defaults."""
+    stack, `rendered` (above) on the defaults.
+
+    And the unit of work of the parallel run (`make test`: pytest-xdist, `--dist loadgroup`):
+    a module, so that a module's shared set-up (a computed report, a started server, a loaded
+    model) is made once, in one process; the `redis` tests are one unit (SHARED_REDIS_GROUP).
+    Runs first, before xdist reads the groups."""
     for item in items:
         path = item.nodeid.replace("\\", "/")
         if path.startswith(STACK_FREE):
             item.add_marker(pytest.mark.pure)
         elif path.startswith(RENDERED) and not path.startswith(RENDERED_BUT_STORED):
             item.add_marker(pytest.mark.rendered)
+        if item.get_closest_marker("xdist_group") is None:
+            group = SHARED_REDIS_GROUP if item.get_closest_marker("redis") else path.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_sessionfinish(session, exitstatus):
