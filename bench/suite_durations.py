@@ -8,11 +8,18 @@ Each file is one stack's run (CI runs two at once: .ci/run). A test's time is py
 `total` (setup, call and teardown), so a module-scoped fixture counts in its first test.
 Prints, per stack, the wall sum, the modules by time (tests, seconds, share) and the slowest
 tests; --markdown prints the same as tables for bench/README.md.
+
+    .venv/bin/python bench/suite_durations.py var/suite-defaults.xml --save tests/module_seconds.json
+
+writes each module's seconds, which the parallel run (tests/conftest.py) uses to start the
+longest modules first; refresh it when modules' times change much (a module it does not
+name starts after the ones it does).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -66,12 +73,30 @@ def summarise(path: Path, *, top: int, markdown: bool) -> None:
         print(f"{seconds:9.1f}  {module}::{name}")
 
 
+def save_module_seconds(paths: list[Path], target: Path) -> None:
+    """Each module's seconds (the largest over the files given) as JSON, longest first."""
+    seconds: dict[str, float] = defaultdict(float)
+    for path in paths:
+        per_file: dict[str, float] = defaultdict(float)
+        for module, _, took, _ in read_cases(path):
+            per_file[module] += took
+        for module, took in per_file.items():
+            seconds[module] = max(seconds[module], took)
+    ordered = dict(sorted(((m, round(t, 1)) for m, t in seconds.items()), key=lambda kv: -kv[1]))
+    target.write_text(json.dumps(ordered, indent=1) + "\n")
+    print(f"wrote {len(ordered)} modules' seconds to {target}")
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--save", type=Path, help="write each module's seconds to this JSON file")
     args = parser.parse_args(argv)
+    if args.save:
+        save_module_seconds(args.files, args.save)
+        return
     for path in args.files:
         summarise(path, top=args.top, markdown=args.markdown)
 

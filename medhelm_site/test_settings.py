@@ -8,7 +8,33 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-key-not-a-secret")
 
-from medhelm_site.settings import *  # noqa: F403
+
+def _worker_redis_url(url: str, worker: str) -> str:
+    """The Redis URL `url` moved to the database of pytest-xdist worker `worker` ("gw0",
+    "gw1", ...): the base database number plus the worker's index."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    base = int(parts.path.lstrip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{base + int(worker.removeprefix('gw'))}"))
+
+
+# `make test` runs the suite in parallel processes (pytest-xdist). On a Redis broker, each
+# process's tasks and the Celery workers its tests start get a Redis database of their own, or
+# a worker started by one process could take a task queued by the other, against the other's
+# test database. Written back to the environment, so that every process a test starts (a
+# worker, a `manage.py` command) inherits the same broker. Only the test process itself
+# moves it: the processes its tests start inherit MEDHELM_TEST_PROCESS and keep the broker
+# they are given (a test may start a worker on a broker of its own).
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _XDIST_WORKER and os.environ.get("MEDHELM_TEST_PROCESS") != _XDIST_WORKER:
+    os.environ["MEDHELM_TEST_PROCESS"] = _XDIST_WORKER
+    if os.environ.get("CELERY_BROKER_URL", "").startswith("redis://"):
+        os.environ["CELERY_BROKER_URL"] = _worker_redis_url(
+            os.environ["CELERY_BROKER_URL"], _XDIST_WORKER
+        )
+
+from medhelm_site.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

@@ -46,6 +46,7 @@ from tests.support.settings_variables import variables_read
 from tests.support.unavailable import unavailable
 
 pytestmark = [
+    pytest.mark.xdist_group("redis-db-14"),  # flushes Redis database 14: one process at a time
     pytest.mark.postgres,
     pytest.mark.redis,
     pytest.mark.celery_worker,

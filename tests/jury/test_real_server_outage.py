@@ -27,6 +27,7 @@ from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 from tests.support.services import require_service
 
 pytestmark = [
+    pytest.mark.xdist_group("redis-db-10"),  # flushes Redis database 10: one process at a time
     pytest.mark.local_model,
     pytest.mark.slow,
     pytest.mark.redis,

@@ -15,6 +15,9 @@ from tests.factories import make_study_with_members
 from tests.support.celery_worker import child_pids, running_worker, wait_for
 from tests.support.services import require_service
 
+# Flushes Redis database 14: one test process at a time (tests/conftest.py).
+pytestmark = pytest.mark.xdist_group("redis-db-14")
+
 REDIS_URL = "redis://127.0.0.1:6379/14"
 
 

@@ -10,6 +10,9 @@ from annotation.models import RatingStudy
 from tests.support.celery_worker import running_worker
 from tests.support.services import require_service
 
+# Flushes Redis database 15: one test process at a time (tests/conftest.py).
+pytestmark = pytest.mark.xdist_group("redis-db-15")
+
 
 def _round_trip(broker_url: str, result_backend: str, log_path, monkeypatch) -> dict:
     # Celery lets CELERY_BROKER_URL in the environment override the broker given here.

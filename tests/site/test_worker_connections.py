@@ -14,6 +14,9 @@ from django.db import connection
 from tests.support import celery_worker
 from tests.support.services import require_service
 
+# Flushes Redis database 15: one test process at a time (tests/conftest.py).
+pytestmark = pytest.mark.xdist_group("redis-db-15")
+
 BROKER = "redis://127.0.0.1:6379/15"
 
 

@@ -130,6 +130,9 @@ def test_the_page_answers_a_whitespace_file_with_a_400(study, coordinator, clien
         ("helm", "empty.zip", zipped({})),
         ("helm", "readme.zip", zipped({"readme.txt": b"no run here"})),
     ],
+    # Named, not shown by their bytes: a zip's bytes hold the time it was made, and the
+    # parallel run's processes must collect the same test ids.
+    ids=["csv-header", "helm-no-request-states", "helm-empty-zip", "helm-zip-without-runs"],
 )
 def test_a_file_without_items_fails_naming_the_file(study, coordinator, file_format, name, data):
     job = start(study, coordinator, data, file_format=file_format, name=name)

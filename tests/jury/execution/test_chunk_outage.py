@@ -20,7 +20,8 @@ from tests.jury.factories import call_ids, make_judge, one_item_run
 from tests.support.celery_worker import running_worker, wait_for
 from tests.support.services import require_service
 
-pytestmark = [pytest.mark.redis]
+# Flushes Redis database 10: one test process at a time (tests/conftest.py).
+pytestmark = [pytest.mark.redis, pytest.mark.xdist_group("redis-db-10")]
 
 # This module's own Redis database (broker, limits and breakers), flushed by the test.
 BROKER = "redis://127.0.0.1:6379/10"

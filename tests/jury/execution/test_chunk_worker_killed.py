@@ -17,7 +17,12 @@ from tests.jury.factories import call_ids, make_judge
 from tests.support.celery_worker import child_pids, running_worker, wait_for
 from tests.support.fake_provider import prompt_key
 
-pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("chunk_limits")]
+# Flushes Redis database 14: one test process at a time (tests/conftest.py).
+pytestmark = [
+    pytest.mark.redis,
+    pytest.mark.usefixtures("chunk_limits"),
+    pytest.mark.xdist_group("redis-db-14"),
+]
 
 WORKER_BROKER = "redis://127.0.0.1:6379/14"
 WORKER_ENV = {"MEDHELM_JUDGE_KEY_FAKE": "sk-test", "JURY_LIMITER": "redis"}

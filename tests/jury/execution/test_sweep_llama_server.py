@@ -18,6 +18,7 @@ from tests.support.celery_worker import running_worker, wait_for
 from tests.support.llama_server import MODEL_ALIAS, running_llama_server
 
 pytestmark = [
+    pytest.mark.xdist_group("redis-db-8"),  # flushes Redis database 8: one process at a time
     pytest.mark.redis,
     pytest.mark.celery_worker,
     pytest.mark.slow,
