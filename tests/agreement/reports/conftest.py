@@ -55,6 +55,24 @@ def built(db, built_once: Built) -> Built:
     return copy.deepcopy(built_once)
 
 
+@pytest.fixture(scope="module")
+def report_once(request, module_db: Unblock, built_once: Built):
+    """The module's report of its study, computed once with the module's PARAMS and stored
+    without its renderings (each download makes its own)."""
+    from agreement import services
+
+    with module_db():
+        return services.create_snapshot(
+            study=built_once.study, actor=None, parameters=request.module.PARAMS
+        )
+
+
+@pytest.fixture
+def report(built: Built, report_once):
+    """The module's report, as this test's own copy."""
+    return copy.deepcopy(report_once)
+
+
 @pytest.fixture
 def forbidden_strings(built) -> list[str]:
     """Every clinician's name parts, username and e-mail."""

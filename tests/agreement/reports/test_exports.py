@@ -3,15 +3,12 @@ as spreadsheet formulas. The report the downloads read is computed once for the 
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 
-import pytest
 from django.urls import reverse
 
 from agreement import analysis, plots, services
-from agreement.models import ReportSnapshot
 from delphi.models import TaxonomyNode
 from jury.models import Judge
 
@@ -28,18 +25,6 @@ METHOD_KEYS = {
     "package_versions",
     "created_at",
 }
-
-
-@pytest.fixture(scope="module")
-def report_once(module_db, built_once) -> ReportSnapshot:
-    with module_db():
-        return services.create_snapshot(study=built_once.study, actor=None, parameters=PARAMS)
-
-
-@pytest.fixture
-def report(built, report_once) -> ReportSnapshot:
-    """The module's report, stored without its renderings (each download makes its own)."""
-    return copy.deepcopy(report_once)
 
 
 def test_exports_csv_json_pdf(built, report, client, pdf_page_count):

@@ -63,17 +63,6 @@ def _close(text: str, value: float) -> bool:
 
 
 @pytest.fixture(scope="module")
-def report_once(module_db, built_once) -> ReportSnapshot:
-    with module_db():
-        return services.create_snapshot(study=built_once.study, actor=None, parameters=PARAMS)
-
-
-@pytest.fixture
-def report(built, report_once) -> ReportSnapshot:
-    return copy.deepcopy(report_once)
-
-
-@pytest.fixture(scope="module")
 def hostile_once(module_db, built_once) -> ReportSnapshot:
     """A report computed under hostile names, which are then put back: the module's other
     tests see the study as built."""
