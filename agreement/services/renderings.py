@@ -115,8 +115,11 @@ def _store(snapshot: ReportSnapshot, kind: str, content_type: str, content: byte
             ReportRendering.objects.create(
                 snapshot=snapshot, kind=kind, content_type=content_type, content=content
             )
-    except IntegrityError:  # another request stored it meanwhile: the same bytes
-        pass
+    except IntegrityError:
+        # Another request stored it meanwhile (the same bytes): the one clash this expects.
+        # Any other integrity error (the snapshot gone, a constraint broken) is raised.
+        if not ReportRendering.objects.filter(snapshot=snapshot, kind=kind).exists():
+            raise
 
 
 def rendering_of(snapshot: ReportSnapshot, kind: str) -> tuple[bytes, str]:
