@@ -122,6 +122,11 @@ def test_concurrency_cap_holds_across_processes(redis_limits):
     # hung there (seen in a full run on Redis). Fork with no pooled broker connection.
     current_app.pool.force_close_all()
     kombu.pools.reset()
+    # The closed pools stay the app's own until dropped: the next test of this process to
+    # send a message would meet "Acquire on closed pool" (seen in a parallel run). Dropped,
+    # the app makes new ones on first use.
+    current_app._pool = None
+    current_app.amqp._producer_pool = None
     context = multiprocessing.get_context("fork")
     done = context.Queue()
     procs = [

@@ -91,6 +91,10 @@ def test_the_celery_path_deletes_the_file_after_the_last_step_ran(
     by the next; the file goes after the last. The messages are run here through Celery's
     own tracing, as a worker would (test_after_import_worker.py runs a real one)."""
     settings.MEDHELM_AFTER_IMPORT_TASKS = [FAILING_STEP, VERDICTS]
+    # A worker imports every app's tasks at its start; the messages' errbacks name
+    # annotation's own (alone, this test met "NotRegistered" where an earlier test of the
+    # process had not imported them).
+    after_import.current_app.loader.import_default_modules()
     sent: list[tuple[str, dict]] = []
     monkeypatch.setattr(
         after_import.current_app, "send_task", lambda name, **options: sent.append((name, options))
