@@ -89,7 +89,9 @@ ITEMS = [
     ),
 ]
 
-MODEL_PARAMS = {"n_ctx": 2048, "seed": 0}
+# One thread, as the demo's local judge runs: the suite runs in two processes on two cores, and
+# llama.cpp's threads spin while they wait for a core the other process holds.
+MODEL_PARAMS = {"n_ctx": 2048, "seed": 0, "n_threads": 1}
 
 
 def item_request(question: str, response: str, gold: str, **kwargs) -> JudgeRequest:
