@@ -8,9 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PYTEST_ARGS ?=
 # The suite runs in this many processes (pytest-xdist), a module at a time each
-# (tests/conftest.py); 0 runs it in this process alone. Not yet 2 by default: a full run in
-# two processes met order-dependent failures that one process never shows (issue 31's note).
-PYTEST_WORKERS ?= 0
+# (tests/conftest.py); 0 runs it in this process alone.
+PYTEST_WORKERS ?= 2
 
 .PHONY: demo test install chromium axe latex nginx helm lint bench clean
 

@@ -34,6 +34,15 @@ if _XDIST_WORKER and os.environ.get("MEDHELM_TEST_PROCESS") != _XDIST_WORKER:
             os.environ["CELERY_BROKER_URL"], _XDIST_WORKER
         )
 
+# In a parallel run each test process gets one core's worth of threads: numpy's BLAS and the
+# OpenMP pools (torch's, for BERTScore) start a thread per core and spin while they wait for a
+# core the other process holds, as llama.cpp's second thread did in the local-model tests (12 s
+# alone, 136 s in a two-process run). Set before those libraries load, and in the environment,
+# so that the servers and workers the tests start inherit it.
+if _XDIST_WORKER:
+    for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_pool, "1")
+
 from medhelm_site.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

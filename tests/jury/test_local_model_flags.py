@@ -60,7 +60,9 @@ def local_judge(db):
         name="smollm2-test",
         provider=Judge.Provider.LOCAL,
         model_id="smollm2-135m-instruct",
-        params={"temperature": 0, "max_tokens": 400, "n_ctx": 2048, "seed": 0},
+        # One thread, as the demo's local judge runs: in a two-process run llama.cpp's second
+        # thread spins for a core the other process holds (12 s alone, 136 s so).
+        params={"temperature": 0, "max_tokens": 400, "n_ctx": 2048, "seed": 0, "n_threads": 1},
         timeout_seconds=900,
     )
     local_llama.clear_model_cache()
