@@ -37,6 +37,7 @@ with the offsets fitted is ICC(C,1) of the same model, with Wald's exact interva
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +45,7 @@ import pandas as pd
 
 from ..bootstrap import ItemStatistic
 from ..icc_twoway_incomplete import WeightedFit, fit_from_weights, icc_consistency_incomplete
+from ..shared import fingerprint, remembered
 from .study_set import machine_vector, study_set
 from .twoway import STEP_UP_TO
 
@@ -121,11 +123,20 @@ class FittedMachine:
     def quantities(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Every quantity of FITTED_QUANTITIES for each row of ``weights``."""
         if self._last is None or self._last[0] is not weights:
-            self._last = (weights, self._compute(np.asarray(weights, dtype=np.float64)))
+            w = np.asarray(weights, dtype=np.float64)
+            # a machine's cell and its difference read the same resamples (one seed)
+            computed = remembered(
+                "fitted_quantities",
+                fingerprint(self._x, self._y, self._use, w),
+                operator.eq,
+                lambda: self._compute(w),
+                kept=32,
+            )
+            self._last = (weights, computed)
         return self._last[1]
 
     def _compute(self, w: np.ndarray) -> dict[str, np.ndarray]:
-        fit = fit_from_weights(self._x, w)
+        fit = clinicians_fit(self._x, w)
         # the offset-adjusted clinician mean of each item, per resample (B, n)
         r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]
         u = w * self._use[None, :]
@@ -169,6 +180,18 @@ class FittedMachine:
         holds = np.zeros((b, r), dtype=bool)
         holds[rows, comp[rows, cols]] = True
         return comp, holds.sum(axis=1)
+
+
+def clinicians_fit(x: np.ndarray, w: np.ndarray) -> WeightedFit:
+    """:func:`fit_from_weights` of the clinicians' composites ``x`` for item weights ``w``;
+    inside :func:`agreement.stats.shared.shared_work` computed once for equal arrays: every
+    machine of a report's row, its cell and its difference, refits the same clinicians on the
+    same resamples (one seed), and only what is read from the fit depends on the machine. Kept
+    by fingerprint (a fit is small, its weights are not): a cell's resamples come in chunks,
+    many at 30,000 items."""
+    return remembered(
+        "clinicians_fit", fingerprint(x, w), operator.eq, lambda: fit_from_weights(x, w), kept=32
+    )
 
 
 def _group_means(u: np.ndarray, v: np.ndarray, group: np.ndarray) -> np.ndarray:
