@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..alpha import krippendorff_alpha
-from ..alpha_batch import weighted_alphas
+from ..alpha_batch import equal_values, weighted_alphas
 from ..bootstrap import ItemStatistic
 from .machine import MachineVsClinicianStatistic
 from .study_set import StudySet, study_set, weighted_sd
@@ -59,6 +59,7 @@ class MachineAlphaStatistic(ItemStatistic):
         self.name = f"Krippendorff's alpha ({level}) {base.machine} vs clinicians"
         self._unit = np.repeat(np.arange(base.n_items), 2)  # (c_i, z_i) side by side
         self._shared = shared if shared is not None else _BothLevels()
+        self._groups = base.equal_columns()
 
     def estimate(self) -> float:
         t = self.base.agreement.table
@@ -77,7 +78,9 @@ class MachineAlphaStatistic(ItemStatistic):
             b = use.shape[0]
             values = np.stack([c, z], axis=2).reshape(b, -1)
             present = np.repeat(use > 0, 2, axis=1)
-            return weighted_alphas(values, present, self._unit, use, levels=ALPHA_LEVELS)
+            return weighted_alphas(
+                values, present, self._unit, use, levels=ALPHA_LEVELS, groups=self._groups
+            )
 
         return self._shared.get(weights, compute)[self.level]
 
@@ -110,6 +113,8 @@ class ClinicianAlphaStatistic(ItemStatistic):
         self._rows, self._cols = np.nonzero(study.rated > 0)  # row-major: sorted by item
         self._x0 = np.nan_to_num(study.x)
         self._xv = self._x0[self._rows, self._cols]
+        # a clinician's equal composites have equal z-scores in every resample
+        self._groups = equal_values(np.column_stack([self._cols, self._xv]))
         self.n_clinicians = len(study.clinicians)
         self.dropped_raters = study.dropped
 
@@ -133,7 +138,7 @@ class ClinicianAlphaStatistic(ItemStatistic):
             z = (self._xv[None, :] - mean[:, self._cols]) / sd[:, self._cols]
         present = ok[:, self._cols]
         z = np.where(present, z, 0.0)
-        return weighted_alphas(z, present, self._rows, w, levels=ALPHA_LEVELS)
+        return weighted_alphas(z, present, self._rows, w, levels=ALPHA_LEVELS, groups=self._groups)
 
 
 def clinician_alpha_statistics(

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from ..alpha_batch import EqualValues, equal_values
 from ..bootstrap import ItemStatistic
 from ..icc import icc
 from ..icc_forms import IccTable
@@ -109,6 +110,18 @@ class MachineVsClinicianStatistic(ItemStatistic):
         out = self._columns(weights)
         self._cached = (weights, out)
         return out
+
+    def equal_columns(self) -> EqualValues:
+        """The groups of the columns (c_1, z_1, c_2, z_2, ...) that :meth:`columns` gives equal
+        values in every resample wherever they have weight: the clinicians' means of items
+        whose clinicians and composites are the same (the same sums in the same order), the
+        machine's z-scores of equal composites."""
+        n, r = self._x0.shape
+        keys = np.zeros((n, 2, 1 + 2 * r))
+        keys[:, 0, 1:] = np.hstack([self._x0, self._rated])
+        keys[:, 1, 0] = 1.0
+        keys[:, 1, 1] = self._y0
+        return equal_values(keys.reshape(2 * n, -1))
 
     def _columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         w = np.asarray(weights, dtype=np.float64)

@@ -23,6 +23,8 @@ from agreement.stats import (
     ordinal_alpha,
     weighted_alphas,
 )
+from agreement.stats.alpha_batch import equal_values, weighted_midranks
+from agreement.stats.bootstrap import resample_weights
 from agreement.stats.medhelm.alpha import clinician_alpha_statistics, machine_alpha_statistics
 from agreement.stats.medhelm.machine import MachineVsClinicianStatistic
 
@@ -172,3 +174,53 @@ def test_alpha_is_bootstrapped_on_the_icc_resamples_and_leaves_the_icc_unchanged
     clin = bootstrap_clinician_alpha(scores, **boot)
     assert set(clin) == {"alpha_interval", "alpha_ordinal"}
     assert all(np.isfinite(r.ci_low) and np.isfinite(r.ci_high) for r in clin.values())
+
+
+def _random_z_table(rng: np.random.Generator) -> tuple:
+    """Values of 1-4 per unit (unequal) from few raters' Likert composites, z-scored per row
+    by a mean and SD per rater (some rows with equal scales: ties across raters too), some
+    raters absent in a row, whole-number unit weights."""
+    n_units, n_raters, rows = int(rng.integers(2, 40)), int(rng.integers(1, 6)), 5
+    unit = np.repeat(np.arange(n_units), rng.integers(1, 5, size=n_units))
+    rater = rng.integers(0, n_raters, size=unit.size)
+    x = rng.integers(0, 4, size=unit.size) / 3.0
+    mean = rng.normal(size=(rows, n_raters))
+    sd = rng.choice([0.5, 1.0, 2.0], size=(rows, n_raters))
+    if rng.random() < 0.3:
+        mean[:], sd[:] = 0.0, 1.0
+    present = (rng.random((rows, n_raters)) < 0.9)[:, rater]
+    z = np.where(present, (x[None, :] - mean[:, rater]) / sd[:, rater], 0.0)
+    weights = rng.integers(0, 3, size=(rows, n_units)).astype(float)
+    # a value without weight takes no part, whatever it holds
+    z = np.where(weights[:, unit] * present > 0, z, rng.normal(size=z.shape))
+    return z, present, unit, weights, equal_values(np.column_stack([rater, x]))
+
+
+def test_ranking_groups_of_equal_values_gives_the_same_ranks_and_alphas():
+    rng = np.random.default_rng(11)
+    grouped_tables = 0
+    for _ in range(300):
+        z, present, unit, weights, groups = _random_z_table(rng)
+        grouped_tables += groups.starts.size <= z.shape[1] // 2  # else ranked value by value
+        wv = weights[:, unit] * present
+        np.testing.assert_array_equal(weighted_midranks(z, wv, groups), weighted_midranks(z, wv))
+        grouped = weighted_alphas(z, present, unit, weights, groups=groups)
+        for level, alpha in weighted_alphas(z, present, unit, weights).items():
+            np.testing.assert_array_equal(grouped[level], alpha)
+    assert grouped_tables > 200
+
+
+def test_a_machines_equal_columns_hold_equal_values_in_every_resample():
+    scores = medhelm_like_scores(np.random.default_rng(9), n_items=80, n_clinicians=3)
+    base = MachineVsClinicianStatistic(scores, machine="jury")
+    groups = base.equal_columns()
+    assert groups.starts.size < 2 * base.n_items  # items with the same clinicians and scores
+    weights = resample_weights(np.random.default_rng(2), base.n_items, 50)
+    use, c, z = base.columns(weights)
+    values = np.stack([c, z], axis=2).reshape(50, -1)
+    held = np.repeat(use > 0, 2, axis=1)
+    for g in range(groups.starts.size):
+        members = values[:, groups.codes == g]
+        weighted = held[:, groups.codes == g]
+        for row, mask in zip(members, weighted, strict=True):
+            assert np.unique(row[mask]).size <= 1
