@@ -88,6 +88,12 @@ class FittedMachine:
         self._use = (~np.isnan(y) & (n_i > 0)).astype(np.float64)
         self._first_rater = np.argmax(rated > 0, axis=1)  # an item's clinicians share a set
         self._y = np.nan_to_num(y)
+        # what the remembered fit and quantities are kept under (with the weights' own):
+        # every machine of a report's row, its cell and its difference, refits the same
+        # clinicians on the same resamples (one seed), and only what is read from the fit
+        # depends on the machine; by fingerprint, as a fit is small and its weights are not
+        self._clinicians_key = fingerprint(self._x)
+        self._data_key = fingerprint(self._x, self._y, self._use)
         self.n_items = int(self._use.sum())
         # how many of the machine's items a kept clinician rated, on average: what decides
         # how well each clinician's offset is fitted (and whether the interval's coverage
@@ -124,19 +130,26 @@ class FittedMachine:
         """Every quantity of FITTED_QUANTITIES for each row of ``weights``."""
         if self._last is None or self._last[0] is not weights:
             w = np.asarray(weights, dtype=np.float64)
+            drawn = fingerprint(w)
             # a machine's cell and its difference read the same resamples (one seed)
             computed = remembered(
                 "fitted_quantities",
-                fingerprint(self._x, self._y, self._use, w),
+                (self._data_key, drawn),
                 operator.eq,
-                lambda: self._compute(w),
+                lambda: self._compute(w, drawn),
                 kept=32,
             )
             self._last = (weights, computed)
         return self._last[1]
 
-    def _compute(self, w: np.ndarray) -> dict[str, np.ndarray]:
-        fit = clinicians_fit(self._x, w)
+    def _compute(self, w: np.ndarray, drawn: bytes) -> dict[str, np.ndarray]:
+        fit = remembered(
+            "clinicians_fit",
+            (self._clinicians_key, drawn),
+            operator.eq,
+            lambda: fit_from_weights(self._x, w),
+            kept=32,
+        )
         # the offset-adjusted clinician mean of each item, per resample (B, n)
         r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]
         u = w * self._use[None, :]
@@ -180,18 +193,6 @@ class FittedMachine:
         holds = np.zeros((b, r), dtype=bool)
         holds[rows, comp[rows, cols]] = True
         return comp, holds.sum(axis=1)
-
-
-def clinicians_fit(x: np.ndarray, w: np.ndarray) -> WeightedFit:
-    """:func:`fit_from_weights` of the clinicians' composites ``x`` for item weights ``w``;
-    inside :func:`agreement.stats.shared.shared_work` computed once for equal arrays: every
-    machine of a report's row, its cell and its difference, refits the same clinicians on the
-    same resamples (one seed), and only what is read from the fit depends on the machine. Kept
-    by fingerprint (a fit is small, its weights are not): a cell's resamples come in chunks,
-    many at 30,000 items."""
-    return remembered(
-        "clinicians_fit", fingerprint(x, w), operator.eq, lambda: fit_from_weights(x, w), kept=32
-    )
 
 
 def _group_means(u: np.ndarray, v: np.ndarray, group: np.ndarray) -> np.ndarray:
