@@ -226,6 +226,23 @@ def test_a_machines_equal_columns_hold_equal_values_in_every_resample():
             assert np.unique(row[mask]).size <= 1
 
 
+def test_the_machines_alphas_alone_are_the_ones_computed_with_its_icc():
+    scores = medhelm_like_scores(np.random.default_rng(6))
+    boot = {"n_resamples": 200, "seed": 5, "confidence": 0.95}
+    together = bootstrap_machine_with_alpha(scores, machine="jury", **boot)
+    alone = bootstrap_machine_with_alpha(scores, machine="jury", results=("alpha_ordinal",), **boot)
+    assert set(alone) == {"alpha_ordinal"}
+    ordinal, same = together["alpha_ordinal"], alone["alpha_ordinal"]
+    np.testing.assert_array_equal(same.distribution, ordinal.distribution)
+    assert (same.ci_low, same.ci_high, same.acceleration) == (
+        ordinal.ci_low,
+        ordinal.ci_high,
+        ordinal.acceleration,
+    )
+    with pytest.raises(ValueError, match="results must be some of"):
+        bootstrap_machine_with_alpha(scores, machine="jury", results=("kappa",), **boot)
+
+
 def test_ordinal_alpha_is_interval_alpha_on_the_mid_ranks_bit_for_bit():
     # ordinal alpha sums the ranks unit by unit (exact in halves and quarters), interval alpha
     # value by value after centring: the same numbers
