@@ -9,6 +9,8 @@ published values to their 3 printed decimals, 0.849107 to 5e-7 (REFERENCES.md).
 
 from __future__ import annotations
 
+from unittest import mock
+
 import krippendorff
 import numpy as np
 import pandas as pd
@@ -25,8 +27,10 @@ from agreement.stats import (
 )
 from agreement.stats.alpha_batch import equal_values, weighted_midranks
 from agreement.stats.bootstrap import resample_weights
+from agreement.stats.medhelm import machine
 from agreement.stats.medhelm.alpha import clinician_alpha_statistics, machine_alpha_statistics
 from agreement.stats.medhelm.machine import MachineVsClinicianStatistic
+from agreement.stats.shared import shared_work
 
 from .factories import KRIPPENDORFF_2011, hand_case, medhelm_like_scores
 
@@ -262,3 +266,24 @@ def test_ordinal_alpha_is_interval_alpha_on_the_mid_ranks_bit_for_bit():
         ordinal = weighted_alphas(values, present, unit, weights, levels=("ordinal",))
         interval = weighted_alphas(ranks, present, unit, weights, levels=("interval",))
         np.testing.assert_array_equal(ordinal["ordinal"], interval["interval"])
+
+
+def test_machines_of_one_row_share_the_clinicians_means_of_equal_resamples():
+    scores = medhelm_like_scores(np.random.default_rng(3))
+    weights = resample_weights(np.random.default_rng(4), 56, 40)
+    alone = [
+        MachineVsClinicianStatistic(scores, machine=m).columns(weights) for m in ("jury", "rougeL")
+    ]
+    with (
+        mock.patch.object(machine, "weighted_sd", wraps=machine.weighted_sd) as sds,
+        shared_work(),
+    ):
+        together = [
+            MachineVsClinicianStatistic(scores, machine=m).columns(weights.copy())
+            for m in ("jury", "rougeL")
+        ]
+    # the clinicians' means and SDs once, each machine's own
+    assert [call.args[1].shape[1] for call in sds.call_args_list] == [8, 1, 1]
+    for a, b in zip(alone, together, strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
