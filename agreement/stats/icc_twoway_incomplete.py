@@ -41,7 +41,7 @@ from threadpoolctl import ThreadpoolController
 from .twoway_spectrum import design_spectrum
 
 #: The BLAS thread pools, limited to one thread around the batches of small (raters x raters)
-#: decompositions: OpenBLAS's threads on a batch of 29 x 29 eigenproblems cost 30 times the CPU
+#: decompositions and the design's spectrum: OpenBLAS's threads on a batch of 29 x 29 eigenproblems cost 30 times the CPU
 #: of one thread (bench/README.md, issue 32).
 _BLAS = ThreadpoolController()
 
@@ -92,7 +92,8 @@ def _fit(x: np.ndarray) -> _Fit:
         raise ValueError("every item (row) must be rated at least once")
     rater_mean = y.sum(axis=0) / n_j
     c_vec = y.sum(axis=1) - m @ rater_mean
-    spectrum = design_spectrum(m)
+    with _BLAS.limit(limits=1, user_api="blas"):  # small (items x raters) decompositions
+        spectrum = design_spectrum(m)
     w = spectrum.split(c_vec)
     total = float((((y - rater_mean) * m) ** 2).sum())  # x'(I - P_X)x
     df_error = int(m.sum()) - x.shape[1] - spectrum.rank
