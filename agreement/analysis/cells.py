@@ -249,14 +249,26 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
                 f"fewer than {s.min_items} items left after dropping clinicians with no "
                 f"z-score ({point.n_items})"
             )
-        boots = bootstrap_machine_with_alpha(sub, machine=machine, on_degenerate="drop", **s.boot())
         if side == MACHINE_FITTED:
             # ICC and interval alpha with the offsets fitted; ordinal alpha (ranks of the
-            # z-scores) has no fitted counterpart and stays MedHELM's
-            fitted = bootstrap_machine_fitted(
-                sub, machine=machine, on_degenerate="drop", **_fitted_boot(s)
+            # z-scores) has no fitted counterpart and stays MedHELM's (alone: the z-scored
+            # ICC and interval alpha would be replaced)
+            boots = {
+                **bootstrap_machine_with_alpha(
+                    sub,
+                    machine=machine,
+                    on_degenerate="drop",
+                    results=("alpha_ordinal",),
+                    **s.boot(),
+                ),
+                **bootstrap_machine_fitted(
+                    sub, machine=machine, on_degenerate="drop", **_fitted_boot(s)
+                ),
+            }
+        else:
+            boots = bootstrap_machine_with_alpha(
+                sub, machine=machine, on_degenerate="drop", **s.boot()
             )
-            boots = {**boots, **fitted}
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
     fields = {

@@ -25,12 +25,12 @@ of SSE ~ s2_e chi2_df_e, so
 decreasing in L: the L where Q equals the F quantiles bound L, mapped to ICC(C,k) (increasing
 in L). Exact under the normal model at any number of items, whatever the design, because the
 rater offsets are fitted, not estimated item by item: no within-rater standardisation over a
-handful of items biases it (the one-way form on z-scores does, :mod:`.medhelm.oneway`).
+handful of items biases it (the one-way form on z-scores does, :mod:`.medhelm.oneway`). C's
+spectrum is found in rater space (:mod:`.twoway_spectrum`), not from the items x items matrix.
 """
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,12 +38,10 @@ from scipy import optimize, sparse, stats
 from scipy.sparse.csgraph import connected_components
 from threadpoolctl import ThreadpoolController
 
-from .shared import remembered
+from .twoway_spectrum import design_spectrum
 
-#: Eigenvalues of C below this share of the largest are zero (the design's rank deficiency).
-RANK_TOL = 1e-9
 #: The BLAS thread pools, limited to one thread around the batches of small (raters x raters)
-#: decompositions: OpenBLAS's threads on a batch of 29 x 29 eigenproblems cost 30 times the CPU
+#: decompositions and the design's spectrum: OpenBLAS's threads on a batch of 29 x 29 eigenproblems cost 30 times the CPU
 #: of one thread (bench/README.md, issue 32).
 _BLAS = ThreadpoolController()
 
@@ -71,11 +69,16 @@ class TwoWayConsistency:
 
 @dataclass(frozen=True)
 class _Fit:
-    d: np.ndarray  # (r,) positive eigenvalues of C
-    w: np.ndarray  # (r,) the items sum of squares split along them
+    d: np.ndarray  # (g,) positive eigenvalues of C (a repeated one once, with its count)
+    count: np.ndarray  # (g,) eigenvectors per eigenvalue
+    w: np.ndarray  # (g,) the items sum of squares split along them
     sse: float
     df_error: int
     trace_c: float
+
+    @property
+    def rank(self) -> int:
+        return int(self.count.sum())
 
 
 def _fit(x: np.ndarray) -> _Fit:
@@ -89,27 +92,19 @@ def _fit(x: np.ndarray) -> _Fit:
         raise ValueError("every item (row) must be rated at least once")
     rater_mean = y.sum(axis=0) / n_j
     c_vec = y.sum(axis=1) - m @ rater_mean
-    d, v = remembered(
-        "design_spectrum",
-        (m.shape, m.tobytes()),
-        operator.eq,
-        lambda: _spectrum(m, n_j),
-        kept=2,
-    )
-    w = (v.T @ c_vec) ** 2 / d
+    with _BLAS.limit(limits=1, user_api="blas"):  # small (items x raters) decompositions
+        spectrum = design_spectrum(m)
+    w = spectrum.split(c_vec)
     total = float((((y - rater_mean) * m) ** 2).sum())  # x'(I - P_X)x
-    df_error = int(m.sum()) - x.shape[1] - d.size
-    return _Fit(d=d, w=w, sse=total - float(w.sum()), df_error=df_error, trace_c=float(d.sum()))
-
-
-def _spectrum(m: np.ndarray, n_j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The positive eigenvalues of C and their eigenvectors: the design's alone (who rated
-    which item), so the rows of a report that share a design share them (an items x items
-    decomposition: the costliest step of a large report)."""
-    c_mat = np.diag(m.sum(axis=1)) - (m / n_j) @ m.T
-    d, v = np.linalg.eigh(c_mat)
-    keep = d > RANK_TOL * max(float(d.max()), 1.0)
-    return d[keep], v[:, keep]
+    df_error = int(m.sum()) - x.shape[1] - spectrum.rank
+    return _Fit(
+        d=spectrum.d,
+        count=spectrum.count,
+        w=w,
+        sse=total - float(w.sum()),
+        df_error=df_error,
+        trace_c=spectrum.trace,
+    )
 
 
 def _icc_k(lam: float, k: float) -> float:
@@ -118,7 +113,7 @@ def _icc_k(lam: float, k: float) -> float:
 
 def _ratio_bound(fit: _Fit, f_target: float) -> float:
     """The L where Q(L) = f_target (Q decreases from +inf at -1/max d to 0 at +inf)."""
-    r, mse = fit.d.size, fit.sse / fit.df_error
+    r, mse = fit.rank, fit.sse / fit.df_error
 
     def g(lam: float) -> float:
         return float((fit.w / (1.0 + lam * fit.d)).sum() / r / mse) - f_target
@@ -142,7 +137,7 @@ def icc_consistency_incomplete(
     if x.ndim != 2:
         raise ValueError(f"ratings must be an (items, raters) matrix, got shape {x.shape}")
     fit = _fit(x)
-    r = fit.d.size
+    r = fit.rank
     if r < 1 or fit.df_error < 1:
         raise ValueError(
             f"the two-way model leaves {r} degrees of freedom for items and {fit.df_error} "

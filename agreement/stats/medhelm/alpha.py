@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..alpha import krippendorff_alpha
-from ..alpha_batch import weighted_alphas
+from ..alpha_batch import equal_values, weighted_alphas
 from ..bootstrap import ItemStatistic
 from .machine import MachineVsClinicianStatistic
 from .study_set import StudySet, study_set, weighted_sd
@@ -32,11 +32,14 @@ def _check_level(level: str) -> None:
         raise ValueError(f"level must be one of {ALPHA_LEVELS}, got {level!r}")
 
 
-class _BothLevels:
-    """Both levels' alphas of the last weights array (the ICC's columns are cached the same
-    way), so the interval and ordinal statistics share one pass per resample chunk."""
+class _SharedLevels:
+    """The alphas at ``levels`` of the last weights array (the ICC's columns are cached the
+    same way), so the interval and ordinal statistics share one pass per resample chunk."""
 
-    def __init__(self) -> None:
+    def __init__(self, levels: tuple[str, ...] = ALPHA_LEVELS) -> None:
+        for level in levels:
+            _check_level(level)
+        self.levels = levels
         self._last: tuple[np.ndarray, dict[str, np.ndarray]] | None = None
 
     def get(self, weights: np.ndarray, compute: Callable[[], dict[str, np.ndarray]]) -> dict:
@@ -50,7 +53,7 @@ class MachineAlphaStatistic(ItemStatistic):
     computation of the z-scores per resample for the ICC and both alphas)."""
 
     def __init__(
-        self, base: MachineVsClinicianStatistic, *, level: str, shared: _BothLevels | None = None
+        self, base: MachineVsClinicianStatistic, *, level: str, shared: _SharedLevels | None = None
     ) -> None:
         _check_level(level)
         super().__init__(base.items)
@@ -58,7 +61,10 @@ class MachineAlphaStatistic(ItemStatistic):
         self.level = level
         self.name = f"Krippendorff's alpha ({level}) {base.machine} vs clinicians"
         self._unit = np.repeat(np.arange(base.n_items), 2)  # (c_i, z_i) side by side
-        self._shared = shared if shared is not None else _BothLevels()
+        self._shared = shared if shared is not None else _SharedLevels()
+        if level not in self._shared.levels:
+            raise ValueError(f"the shared levels {self._shared.levels} do not include {level!r}")
+        self._groups = base.equal_columns()
 
     def estimate(self) -> float:
         t = self.base.agreement.table
@@ -77,15 +83,19 @@ class MachineAlphaStatistic(ItemStatistic):
             b = use.shape[0]
             values = np.stack([c, z], axis=2).reshape(b, -1)
             present = np.repeat(use > 0, 2, axis=1)
-            return weighted_alphas(values, present, self._unit, use, levels=ALPHA_LEVELS)
+            return weighted_alphas(
+                values, present, self._unit, use, levels=self._shared.levels, groups=self._groups
+            )
 
         return self._shared.get(weights, compute)[self.level]
 
 
-def machine_alpha_statistics(base: MachineVsClinicianStatistic) -> list[MachineAlphaStatistic]:
-    """One statistic per level of ALPHA_LEVELS, sharing their per-resample work."""
-    shared = _BothLevels()
-    return [MachineAlphaStatistic(base, level=lv, shared=shared) for lv in ALPHA_LEVELS]
+def machine_alpha_statistics(
+    base: MachineVsClinicianStatistic, *, levels: tuple[str, ...] = ALPHA_LEVELS
+) -> list[MachineAlphaStatistic]:
+    """One statistic per level of ``levels``, sharing their per-resample work."""
+    shared = _SharedLevels(levels)
+    return [MachineAlphaStatistic(base, level=lv, shared=shared) for lv in levels]
 
 
 class ClinicianAlphaStatistic(ItemStatistic):
@@ -98,10 +108,10 @@ class ClinicianAlphaStatistic(ItemStatistic):
         *,
         level: str,
         restandardize: bool = True,
-        shared: _BothLevels | None = None,
+        shared: _SharedLevels | None = None,
     ) -> None:
         _check_level(level)
-        self._shared = shared if shared is not None else _BothLevels()
+        self._shared = shared if shared is not None else _SharedLevels()
         super().__init__(study.items)
         self.level = level
         self.restandardize = restandardize
@@ -110,6 +120,8 @@ class ClinicianAlphaStatistic(ItemStatistic):
         self._rows, self._cols = np.nonzero(study.rated > 0)  # row-major: sorted by item
         self._x0 = np.nan_to_num(study.x)
         self._xv = self._x0[self._rows, self._cols]
+        # a clinician's equal composites have equal z-scores in every resample
+        self._groups = equal_values(np.column_stack([self._cols, self._xv]))
         self.n_clinicians = len(study.clinicians)
         self.dropped_raters = study.dropped
 
@@ -133,7 +145,9 @@ class ClinicianAlphaStatistic(ItemStatistic):
             z = (self._xv[None, :] - mean[:, self._cols]) / sd[:, self._cols]
         present = ok[:, self._cols]
         z = np.where(present, z, 0.0)
-        return weighted_alphas(z, present, self._rows, w, levels=ALPHA_LEVELS)
+        return weighted_alphas(
+            z, present, self._rows, w, levels=self._shared.levels, groups=self._groups
+        )
 
 
 def clinician_alpha_statistics(
@@ -141,7 +155,7 @@ def clinician_alpha_statistics(
 ) -> list[ClinicianAlphaStatistic]:
     """One statistic per level of ALPHA_LEVELS, sharing their per-resample work."""
     study = study_set(scores, on_degenerate)
-    shared = _BothLevels()
+    shared = _SharedLevels()
     return [
         ClinicianAlphaStatistic(study, level=lv, restandardize=restandardize, shared=shared)
         for lv in ALPHA_LEVELS

@@ -37,6 +37,7 @@ with the offsets fitted is ICC(C,1) of the same model, with Wald's exact interva
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +45,7 @@ import pandas as pd
 
 from ..bootstrap import ItemStatistic
 from ..icc_twoway_incomplete import WeightedFit, fit_from_weights, icc_consistency_incomplete
+from ..shared import fingerprint, remembered
 from .study_set import machine_vector, study_set
 from .twoway import STEP_UP_TO
 
@@ -86,6 +88,12 @@ class FittedMachine:
         self._use = (~np.isnan(y) & (n_i > 0)).astype(np.float64)
         self._first_rater = np.argmax(rated > 0, axis=1)  # an item's clinicians share a set
         self._y = np.nan_to_num(y)
+        # what the remembered fit and quantities are kept under (with the weights' own):
+        # every machine of a report's row, its cell and its difference, refits the same
+        # clinicians on the same resamples (one seed), and only what is read from the fit
+        # depends on the machine; by fingerprint, as a fit is small and its weights are not
+        self._clinicians_key = fingerprint(self._x)
+        self._data_key = fingerprint(self._x, self._y, self._use)
         self.n_items = int(self._use.sum())
         # how many of the machine's items a kept clinician rated, on average: what decides
         # how well each clinician's offset is fitted (and whether the interval's coverage
@@ -121,11 +129,27 @@ class FittedMachine:
     def quantities(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Every quantity of FITTED_QUANTITIES for each row of ``weights``."""
         if self._last is None or self._last[0] is not weights:
-            self._last = (weights, self._compute(np.asarray(weights, dtype=np.float64)))
+            w = np.asarray(weights, dtype=np.float64)
+            drawn = fingerprint(w)
+            # a machine's cell and its difference read the same resamples (one seed)
+            computed = remembered(
+                "fitted_quantities",
+                (self._data_key, drawn),
+                operator.eq,
+                lambda: self._compute(w, drawn),
+                kept=32,
+            )
+            self._last = (weights, computed)
         return self._last[1]
 
-    def _compute(self, w: np.ndarray) -> dict[str, np.ndarray]:
-        fit = fit_from_weights(self._x, w)
+    def _compute(self, w: np.ndarray, drawn: bytes) -> dict[str, np.ndarray]:
+        fit = remembered(
+            "clinicians_fit",
+            (self._clinicians_key, drawn),
+            operator.eq,
+            lambda: fit_from_weights(self._x, w),
+            kept=32,
+        )
         # the offset-adjusted clinician mean of each item, per resample (B, n)
         r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]
         u = w * self._use[None, :]

@@ -199,6 +199,10 @@ def bootstrap_machine_fitted(
     return dict(zip(keys, results, strict=True))
 
 
+#: What :func:`bootstrap_machine_with_alpha` gives, by key.
+MACHINE_RESULTS: tuple[str, ...] = ("icc", *(f"alpha_{lv}" for lv in ALPHA_LEVELS))
+
+
 def bootstrap_machine_with_alpha(
     scores: pd.DataFrame,
     *,
@@ -210,23 +214,33 @@ def bootstrap_machine_with_alpha(
     restandardize: bool = True,
     on_degenerate: str = "raise",
     max_cells: int = DEFAULT_MAX_CELLS,
+    results: tuple[str, ...] = MACHINE_RESULTS,
 ) -> dict[str, BootstrapResult]:
     """The machine's ICC(3,2) and its interval and ordinal alpha (keys "icc",
     "alpha_interval", "alpha_ordinal"), all on the same item resamples; the ICC's result is
-    the one :func:`bootstrap_machine_vs_clinicians` gives with the same seed."""
+    the one :func:`bootstrap_machine_vs_clinicians` gives with the same seed. ``results``
+    (keys of MACHINE_RESULTS) says which to compute: each is the same whichever others are
+    computed with it (one stream of resamples)."""
+    unknown = set(results) - set(MACHINE_RESULTS)
+    if unknown or not results:
+        raise ValueError(f"results must be some of {MACHINE_RESULTS}, got {results!r}")
     base = MachineVsClinicianStatistic(
         scores, machine=machine, restandardize=restandardize, on_degenerate=on_degenerate
     )
-    alphas = machine_alpha_statistics(base)
-    results = bootstrap_cis(
-        [base, *alphas],
+    levels = tuple(lv for lv in ALPHA_LEVELS if f"alpha_{lv}" in results)
+    named: dict[str, ItemStatistic] = {"icc": base}
+    if levels:
+        named.update({f"alpha_{a.level}": a for a in machine_alpha_statistics(base, levels=levels)})
+    keys = [k for k in MACHINE_RESULTS if k in results]
+    out = bootstrap_cis(
+        [named[k] for k in keys],
         n_resamples=n_resamples,
         confidence=confidence,
         method=method,
         seed=seed,
         max_cells=max_cells,
     )
-    return dict(zip(("icc", *(f"alpha_{lv}" for lv in ALPHA_LEVELS)), results, strict=True))
+    return dict(zip(keys, out, strict=True))
 
 
 def bootstrap_clinician_alpha(

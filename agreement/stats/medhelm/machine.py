@@ -4,16 +4,23 @@ the study items the machine scored."""
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from ..alpha_batch import EqualValues, equal_values
 from ..bootstrap import ItemStatistic
 from ..icc import icc
 from ..icc_forms import IccTable
+from ..shared import fingerprint, remembered
 from .study_set import machine_vector, study_set, weighted_sd
+
+#: A row's chunks of resamples whose clinicians' means are kept for its other machines: every
+#: chunk of a cell of 3,000 items at the default chunk size (memory: a chunk's (B, n) means).
+CLINICIAN_MEANS_KEPT = 12
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,9 @@ class MachineVsClinicianStatistic(ItemStatistic):
         self._rated = study.rated
         self._sparse_rated = sparse.csr_matrix(study.rated)
         self._sparse_x0 = sparse.csr_matrix(self._x0)
+        self._clinicians_key = fingerprint(
+            self._x0, self._rated, study.sd, np.array([restandardize])
+        )
         self.agreement = machine_vs_clinicians(scores, machine=machine, on_degenerate=on_degenerate)
         self._direct = self.agreement.icc
         self._cached: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
@@ -110,18 +120,50 @@ class MachineVsClinicianStatistic(ItemStatistic):
         self._cached = (weights, out)
         return out
 
+    def equal_columns(self) -> EqualValues:
+        """The groups of the columns (c_1, z_1, c_2, z_2, ...) that :meth:`columns` gives equal
+        values in every resample wherever they have weight: the clinicians' means of items
+        whose clinicians and composites are the same (the same sums in the same order), the
+        machine's z-scores of equal composites."""
+        n, r = self._x0.shape
+        keys = np.zeros((n, 2, 1 + 2 * r))
+        keys[:, 0, 1:] = np.hstack([self._x0, self._rated])
+        keys[:, 1, 0] = 1.0
+        keys[:, 1, 1] = self._y0
+        return equal_values(keys.reshape(2 * n, -1))
+
     def _columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         w = np.asarray(weights, dtype=np.float64)
         b = w.shape[0]
+        c, rated = remembered(
+            "clinician_means",
+            (self._clinicians_key, fingerprint(w)),
+            operator.eq,
+            lambda: self._clinician_means(w),
+            kept=CLINICIAN_MEANS_KEPT,
+        )
         if self.restandardize:
-            mean_c, sd_c = weighted_sd(w, self._rated, self._x0)
             mean_m, sd_m = weighted_sd(w, self._has_m[:, None], self._y0[:, None])
             mean_m, sd_m = mean_m[:, 0], sd_m[:, 0]
         else:
-            mean_c = np.zeros((b, len(self._study.clinicians)))
-            sd_c = np.broadcast_to(self._study.sd, mean_c.shape)
             mean_m = np.zeros(b)
             sd_m = np.full(b, self._sd_m)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (self._y0[None, :] - mean_m[:, None]) / sd_m[:, None]
+        use = w * self._has_m[None, :] * rated
+        z = np.where(use > 0, z, 0.0)
+        return use, c, z
+
+    def _clinician_means(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(c, rated), each (B, n): the clinicians' mean z-score of each item and whether it
+        has one (a clinician with a z-score rated it). The clinicians' alone: inside
+        :func:`agreement.stats.shared.shared_work` every machine of a report's row reads the
+        same, as they draw the same resamples of the same clinicians."""
+        if self.restandardize:
+            mean_c, sd_c = weighted_sd(w, self._rated, self._x0)
+        else:
+            mean_c = np.zeros((w.shape[0], len(self._study.clinicians)))
+            sd_c = np.broadcast_to(self._study.sd, mean_c.shape)
         ok = np.isfinite(sd_c) & (sd_c > 0)
         inv = np.where(ok, 1.0 / np.where(ok, sd_c, 1.0), 0.0)  # (B, R)
         # Clinician mean z per item: sum_r A_ir ok_br (x_ir - m_br) / sd_br / sum_r A_ir ok_br
@@ -129,10 +171,7 @@ class MachineVsClinicianStatistic(ItemStatistic):
         den = (self._sparse_rated @ ok.T.astype(np.float64)).T  # (B, n)
         with np.errstate(divide="ignore", invalid="ignore"):
             c = np.where(den > 0, num / den, 0.0)
-            z = (self._y0[None, :] - mean_m[:, None]) / sd_m[:, None]
-        use = w * self._has_m[None, :] * (den > 0)
-        z = np.where(use > 0, z, 0.0)
-        return use, c, z
+        return c, den > 0
 
 
 def consistency_icc2(w: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:

@@ -122,7 +122,9 @@ def test_the_per_resample_work_is_called_per_cell_not_per_resample(large) -> Non
     cells = job.cells_total
     # a handful of calls per cell (its point estimate, its resamples in one chunk, its
     # jackknife), where a loop over resamples would make 200 per cell
-    assert set(many) == set(PER_RESAMPLE_WORK), many
+    # every cell of this study has the fitted machine side (2 of 6 clinicians per item), which
+    # computes no z-scored machine ICC (its result would be replaced by the fitted one)
+    assert set(many) == set(PER_RESAMPLE_WORK) - {"consistency_icc2"}, many
     assert many["resample_weights"] <= 3 * cells, (many, cells)
     assert many["connected_components"] == many["fit_from_weights"], many
     assert sum(many.values()) <= 20 * cells, (many, cells)

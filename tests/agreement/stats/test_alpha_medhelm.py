@@ -9,6 +9,8 @@ published values to their 3 printed decimals, 0.849107 to 5e-7 (REFERENCES.md).
 
 from __future__ import annotations
 
+from unittest import mock
+
 import krippendorff
 import numpy as np
 import pandas as pd
@@ -23,8 +25,12 @@ from agreement.stats import (
     ordinal_alpha,
     weighted_alphas,
 )
+from agreement.stats.alpha_batch import equal_values, weighted_midranks
+from agreement.stats.bootstrap import resample_weights
+from agreement.stats.medhelm import machine
 from agreement.stats.medhelm.alpha import clinician_alpha_statistics, machine_alpha_statistics
 from agreement.stats.medhelm.machine import MachineVsClinicianStatistic
+from agreement.stats.shared import shared_work
 
 from .factories import KRIPPENDORFF_2011, hand_case, medhelm_like_scores
 
@@ -172,3 +178,112 @@ def test_alpha_is_bootstrapped_on_the_icc_resamples_and_leaves_the_icc_unchanged
     clin = bootstrap_clinician_alpha(scores, **boot)
     assert set(clin) == {"alpha_interval", "alpha_ordinal"}
     assert all(np.isfinite(r.ci_low) and np.isfinite(r.ci_high) for r in clin.values())
+
+
+def _random_z_table(rng: np.random.Generator) -> tuple:
+    """Values of 1-4 per unit (unequal) from few raters' Likert composites, z-scored per row
+    by a mean and SD per rater (some rows with equal scales: ties across raters too), some
+    raters absent in a row, whole-number unit weights."""
+    n_units, n_raters, rows = int(rng.integers(2, 40)), int(rng.integers(1, 6)), 5
+    unit = np.repeat(np.arange(n_units), rng.integers(1, 5, size=n_units))
+    rater = rng.integers(0, n_raters, size=unit.size)
+    x = rng.integers(0, 4, size=unit.size) / 3.0
+    mean = rng.normal(size=(rows, n_raters))
+    sd = rng.choice([0.5, 1.0, 2.0], size=(rows, n_raters))
+    if rng.random() < 0.3:
+        mean[:], sd[:] = 0.0, 1.0
+    present = (rng.random((rows, n_raters)) < 0.9)[:, rater]
+    z = np.where(present, (x[None, :] - mean[:, rater]) / sd[:, rater], 0.0)
+    weights = rng.integers(0, 3, size=(rows, n_units)).astype(float)
+    # a value without weight takes no part, whatever it holds
+    z = np.where(weights[:, unit] * present > 0, z, rng.normal(size=z.shape))
+    return z, present, unit, weights, equal_values(np.column_stack([rater, x]))
+
+
+def test_ranking_groups_of_equal_values_gives_the_same_ranks_and_alphas():
+    rng = np.random.default_rng(11)
+    grouped_tables = 0
+    for _ in range(300):
+        z, present, unit, weights, groups = _random_z_table(rng)
+        grouped_tables += groups.starts.size <= z.shape[1] // 2  # else ranked value by value
+        wv = weights[:, unit] * present
+        np.testing.assert_array_equal(weighted_midranks(z, wv, groups), weighted_midranks(z, wv))
+        grouped = weighted_alphas(z, present, unit, weights, groups=groups)
+        for level, alpha in weighted_alphas(z, present, unit, weights).items():
+            np.testing.assert_array_equal(grouped[level], alpha)
+    assert grouped_tables > 200
+
+
+def test_a_machines_equal_columns_hold_equal_values_in_every_resample():
+    scores = medhelm_like_scores(np.random.default_rng(9), n_items=80, n_clinicians=3)
+    base = MachineVsClinicianStatistic(scores, machine="jury")
+    groups = base.equal_columns()
+    assert groups.starts.size < 2 * base.n_items  # items with the same clinicians and scores
+    weights = resample_weights(np.random.default_rng(2), base.n_items, 50)
+    use, c, z = base.columns(weights)
+    values = np.stack([c, z], axis=2).reshape(50, -1)
+    held = np.repeat(use > 0, 2, axis=1)
+    for g in range(groups.starts.size):
+        members = values[:, groups.codes == g]
+        weighted = held[:, groups.codes == g]
+        for row, mask in zip(members, weighted, strict=True):
+            assert np.unique(row[mask]).size <= 1
+
+
+def test_the_machines_alphas_alone_are_the_ones_computed_with_its_icc():
+    scores = medhelm_like_scores(np.random.default_rng(6))
+    boot = {"n_resamples": 200, "seed": 5, "confidence": 0.95}
+    together = bootstrap_machine_with_alpha(scores, machine="jury", **boot)
+    alone = bootstrap_machine_with_alpha(scores, machine="jury", results=("alpha_ordinal",), **boot)
+    assert set(alone) == {"alpha_ordinal"}
+    ordinal, same = together["alpha_ordinal"], alone["alpha_ordinal"]
+    np.testing.assert_array_equal(same.distribution, ordinal.distribution)
+    assert (same.ci_low, same.ci_high, same.acceleration) == (
+        ordinal.ci_low,
+        ordinal.ci_high,
+        ordinal.acceleration,
+    )
+    with pytest.raises(ValueError, match="results must be some of"):
+        bootstrap_machine_with_alpha(scores, machine="jury", results=("kappa",), **boot)
+
+
+def test_ordinal_alpha_is_interval_alpha_on_the_mid_ranks_bit_for_bit():
+    # ordinal alpha sums the ranks unit by unit (exact in halves and quarters), interval alpha
+    # value by value after centring: the same numbers
+    rng = np.random.default_rng(12)
+    for _ in range(200):
+        n_units = int(rng.integers(2, 50))
+        per_unit = rng.integers(1, 5, size=n_units)
+        if rng.random() < 0.5:
+            per_unit[:] = rng.integers(1, 4)  # regular units
+        unit = np.repeat(np.arange(n_units), per_unit)
+        values = np.round(rng.normal(size=(6, unit.size)), int(rng.integers(0, 3)))  # ties
+        present = rng.random(values.shape) < 0.85
+        weights = rng.integers(0, 4, size=(6, n_units)).astype(float)
+        counts = np.stack([np.bincount(unit, weights=row, minlength=n_units) for row in present])
+        pairable = np.where(counts >= 2, weights, 0.0)[:, unit] * present
+        ranks = weighted_midranks(values, pairable)
+        ordinal = weighted_alphas(values, present, unit, weights, levels=("ordinal",))
+        interval = weighted_alphas(ranks, present, unit, weights, levels=("interval",))
+        np.testing.assert_array_equal(ordinal["ordinal"], interval["interval"])
+
+
+def test_machines_of_one_row_share_the_clinicians_means_of_equal_resamples():
+    scores = medhelm_like_scores(np.random.default_rng(3))
+    weights = resample_weights(np.random.default_rng(4), 56, 40)
+    alone = [
+        MachineVsClinicianStatistic(scores, machine=m).columns(weights) for m in ("jury", "rougeL")
+    ]
+    with (
+        mock.patch.object(machine, "weighted_sd", wraps=machine.weighted_sd) as sds,
+        shared_work(),
+    ):
+        together = [
+            MachineVsClinicianStatistic(scores, machine=m).columns(weights.copy())
+            for m in ("jury", "rougeL")
+        ]
+    # the clinicians' means and SDs once, each machine's own
+    assert [call.args[1].shape[1] for call in sds.call_args_list] == [8, 1, 1]
+    for a, b in zip(alone, together, strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)

@@ -20,6 +20,7 @@ from agreement.stats.icc_twoway_incomplete import (
 )
 from agreement.stats.medhelm import ClinicianTwoWayStatistic, clinician_twoway
 from agreement.stats.simulation import Design, score_table, simulate_matrix
+from agreement.stats.twoway_spectrum import RANK_TOL, design_spectrum
 from tests.support.reference import pingouin_unrounded
 
 from .factories import long_from_matrix
@@ -169,3 +170,60 @@ def test_every_resample_of_a_complete_design_has_the_designs_degrees_of_freedom(
     assert (fit.n_sets == 1).all()
     assert (fit.df_error == 2 * 100 - 2).all()
     assert (fit.df_items == 100 - 1).all()
+
+
+def _items_space_spectrum(m: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """C's positive eigenvalues and c's weighted squares along them, from the items x items
+    eigendecomposition (what the rater-space reduction replaces)."""
+    c_mat = np.diag(m.sum(axis=1)) - (m / m.sum(axis=0)) @ m.T
+    d, v = np.linalg.eigh(c_mat)
+    keep = d > RANK_TOL * max(float(d.max()), 1.0)
+    return d[keep], (v[:, keep].T @ c) ** 2 / d[keep]
+
+
+def _random_design(rng: np.random.Generator) -> np.ndarray:
+    """Items x raters 0/1: 1 to 5 ratings per item (unequal), some raters rating few items,
+    and often two sets of raters sharing no item."""
+    n, r = int(rng.integers(4, 80)), int(rng.integers(2, 12))
+    m = np.zeros((n, r))
+    for i in range(n):
+        m[i, rng.choice(r, size=int(rng.integers(1, min(r, 5) + 1)), replace=False)] = 1.0
+    if rng.random() < 0.4 and r >= 4:  # split: the first items by the first raters only
+        half, cut = n // 2, r // 2
+        m[:half, cut:] = 0.0
+        m[half:, :cut] = 0.0
+        m[np.arange(half), np.arange(half) % cut] = 1.0
+        m[np.arange(half, n), cut + np.arange(n - half) % (r - cut)] = 1.0
+    return m[:, m.sum(axis=0) > 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_rater_space_spectrum_equals_the_items_space_eigendecomposition(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        m = _random_design(rng)
+        c = rng.normal(size=m.shape[0])
+        d, w = _items_space_spectrum(m, c)
+        spectrum = design_spectrum(m)
+        split = spectrum.split(c)
+        assert spectrum.rank == d.size
+        assert spectrum.trace == pytest.approx(d.sum(), rel=1e-12)
+        assert split.sum() == pytest.approx(w.sum(), rel=1e-12)
+        # Wald's pivot reads sum w / (1 + L d): equal at any L of its domain
+        for lam in (-0.9 / d.max(), -0.4 / d.max(), 0.0, 0.7, 5.0, 1e3):
+            ours = (split / (1.0 + lam * spectrum.d)).sum()
+            assert ours == pytest.approx((w / (1.0 + lam * d)).sum(), rel=1e-12)
+
+
+def test_a_design_of_many_items_has_a_few_entries_for_its_repeated_eigenvalues() -> None:
+    # 600 items, 2 of 29 raters each: the items x items matrix has eigenvalue 2 about 570
+    # times; the rater-space form holds it once, with its count
+    rng = np.random.default_rng(3)
+    m = np.zeros((600, 29))
+    for i in range(600):
+        m[i, rng.choice(29, size=2, replace=False)] = 1.0
+    spectrum = design_spectrum(m)
+    d, _ = _items_space_spectrum(m, np.zeros(600))
+    assert spectrum.rank == d.size == 600 - 1
+    assert spectrum.d.size <= 29 + 1
+    assert spectrum.count.max() == 600 - 29

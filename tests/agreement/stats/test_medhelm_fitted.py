@@ -3,9 +3,12 @@ its values from the two-way fit, its invariances, and its errors."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 
+from agreement.stats.bootstrap import resample_weights
 from agreement.stats.icc_twoway_incomplete import icc_consistency_incomplete
 from agreement.stats.medhelm import (
     MACHINE_FITTED,
@@ -16,8 +19,11 @@ from agreement.stats.medhelm import (
     bootstrap_machine_minus_clinicians,
     clinician_alpha_twoway,
     clinician_twoway,
+    fitted,
     machine_vs_clinicians_fitted,
 )
+from agreement.stats.medhelm.fitted import FITTED_QUANTITIES
+from agreement.stats.shared import shared_work
 from agreement.stats.simulation import MACHINE, Design, score_table, simulate_matrix
 
 
@@ -130,3 +136,32 @@ def test_a_cell_whose_clinicians_all_drop_out_names_them() -> None:
         machine_vs_clinicians_fitted(
             score_table(one_each, machine), machine=MACHINE, on_degenerate="drop"
         )
+
+
+def test_machines_of_one_study_share_the_clinicians_fit_of_equal_resamples() -> None:
+    # every machine of a report's row refits the same clinicians on the same resamples: inside
+    # shared_work the fit is computed once, and each machine's values are what they are alone
+    x, machine = _study(Design(60, 6, 2), seed=8)
+    scores = score_table(x, machine)
+    other = scores.copy()
+    is_machine = other["rater"] == MACHINE
+    other.loc[is_machine, "value"] = other.loc[is_machine, "value"] ** 3
+    weights = resample_weights(np.random.default_rng(1), 60, 30)
+    alone = [
+        FittedMachine(t, machine=MACHINE, on_degenerate="raise").quantities(weights)
+        for t in (scores, other)
+    ]
+    with (
+        mock.patch.object(fitted, "fit_from_weights", wraps=fitted.fit_from_weights) as fits,
+        shared_work(),
+    ):
+        together = [
+            FittedMachine(t, machine=MACHINE, on_degenerate="raise").quantities(weights.copy())
+            for t in (scores, other)
+        ]
+    # the full data's fit (each machine's check that its value is defined), then the resamples'
+    assert [call.args[1].shape[0] for call in fits.call_args_list] == [1, 30]
+    for a, b in zip(alone, together, strict=True):
+        for key in FITTED_QUANTITIES:
+            np.testing.assert_array_equal(a[key], b[key])
+    assert not np.allclose(together[0]["icc"], together[1]["icc"])
