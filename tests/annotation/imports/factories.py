@@ -88,6 +88,7 @@ BAD_JSONL_ERRORS = [
 
 HELM_ZIP_NAME = "medi_qa:model=demo_vendor_demo-model-7b.zip"
 STATE_MEMBER = "medi_qa/scenario_state.json"
+ZIP_DATE = (2025, 1, 1, 0, 0, 0)
 
 
 def helm_zip(
@@ -104,10 +105,14 @@ def helm_zip(
         spec = (HELM_RUN / "run_spec.json").read_bytes()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=compression) as archive:
-        archive.writestr(STATE_MEMBER, state)
-        archive.writestr("medi_qa/run_spec.json", spec)
-        for name, data in (extra or {}).items():
-            archive.writestr(name, data)
+        members = {STATE_MEMBER: state, "medi_qa/run_spec.json": spec, **(extra or {})}
+        for name, data in members.items():
+            # Dated, not stamped with the second it is made: the same bytes every time, so
+            # the parallel run's processes collect the same ids for tests parametrized with
+            # them (a zip made a second later in the other process stopped a run at start).
+            member = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+            member.compress_type = compression
+            archive.writestr(member, data)
     return buffer.getvalue()
 
 
