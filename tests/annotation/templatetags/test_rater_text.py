@@ -188,8 +188,9 @@ def test_a_megabyte_of_unmatched_markers_renders_within_4x_of_plain_text(make):
 
 
 @pytest.mark.parametrize("make", list(PAIRED.values()), ids=list(PAIRED))
-def test_twice_the_paired_markers_take_about_twice_the_time(make):
-    """Linear: a megabyte takes at most 3 times what half of it takes (4 times if it were
-    quadratic)."""
-    half, whole = best_time(make(MEGABYTE // 2)), best_time(make(MEGABYTE))
-    assert whole <= 3 * half, (whole, half)
+def test_four_times_the_paired_markers_take_about_four_times_the_time(make):
+    """Linear: a megabyte takes about 4 times what a quarter of it takes, at most 8 (16 if it
+    were quadratic). Four times the text, not twice: between 2 and 4 a loaded machine ate the
+    margin (3.0x against a limit of 3, in a run measuring coverage beside other work)."""
+    quarter, whole = best_time(make(MEGABYTE // 4)), best_time(make(MEGABYTE))
+    assert whole <= 8 * quarter, (whole, quarter)
