@@ -41,6 +41,7 @@ from agreement.stats.medhelm import (
     FITTED_METHOD,
     MACHINE_FITTED,
     MACHINE_FORMS,
+    MACHINE_RESULTS,
     ONEWAY,
     TWOWAY,
     FormChoice,
@@ -249,25 +250,19 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
                 f"fewer than {s.min_items} items left after dropping clinicians with no "
                 f"z-score ({point.n_items})"
             )
-        if side == MACHINE_FITTED:
-            # ICC and interval alpha with the offsets fitted; ordinal alpha (ranks of the
-            # z-scores) has no fitted counterpart and stays MedHELM's (alone: the z-scored
-            # ICC and interval alpha would be replaced)
-            boots = {
-                **bootstrap_machine_with_alpha(
-                    sub,
-                    machine=machine,
-                    on_degenerate="drop",
-                    results=("alpha_ordinal",),
-                    **s.boot(),
-                ),
-                **bootstrap_machine_fitted(
-                    sub, machine=machine, on_degenerate="drop", **_fitted_boot(s)
-                ),
-            }
-        else:
-            boots = bootstrap_machine_with_alpha(
-                sub, machine=machine, on_degenerate="drop", **s.boot()
+        fitted = side == MACHINE_FITTED
+        # With the offsets fitted, the ICC and interval alpha are the fitted ones; ordinal alpha
+        # (ranks of the z-scores) has no fitted counterpart and stays MedHELM's, computed alone
+        boots = bootstrap_machine_with_alpha(
+            sub,
+            machine=machine,
+            on_degenerate="drop",
+            results=("alpha_ordinal",) if fitted else MACHINE_RESULTS,
+            **s.boot(),
+        )
+        if fitted:
+            boots |= bootstrap_machine_fitted(
+                sub, machine=machine, on_degenerate="drop", **_fitted_boot(s)
             )
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))

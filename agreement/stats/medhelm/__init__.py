@@ -46,6 +46,7 @@ from .form_choice import (
     machine_form,
 )
 from .intervals import (
+    MACHINE_RESULTS,
     bootstrap_clinician_alpha,
     bootstrap_clinician_pairwise,
     bootstrap_machine_fitted,
@@ -73,6 +74,7 @@ __all__ = [
     "FITTED_QUANTITIES",
     "MACHINE_FITTED",
     "MACHINE_FORMS",
+    "MACHINE_RESULTS",
     "MACHINE_ZSCORED",
     "MEDHELM_MIN_SHARED_ITEMS",
     "ONEWAY",
