@@ -58,7 +58,7 @@ def pytest_collection_modifyitems(config, items):
     And the units of work of the parallel run (`make test`: pytest-xdist, `--dist loadgroup`):
     a module, so that a module's shared set-up (a computed report, a started server, a loaded
     model) is made once, in one process; a module that flushes a fixed Redis database names
-    its group itself (`xdist_group("redis-db-N")`), so that the modules sharing that database
+    its group itself (tests/support/redis_db.py), so that the modules sharing that database
     run one after the other. The units are ordered longest first (MODULE_SECONDS). Runs
     first, before xdist reads the groups."""
     for item in items:

@@ -31,6 +31,7 @@ from tests.support import production_walk as day_one
 from tests.support.browser import log_in
 from tests.support.deploy import (
     DEPLOY,
+    REDIS_TEST_DB,
     django_json,
     free_port,
     manage,
@@ -41,12 +42,13 @@ from tests.support.deploy import (
 )
 from tests.support.oidc_provider.server import ProviderUser, RunningProvider, running_provider
 from tests.support.processes import child_pids
+from tests.support.redis_db import flushes_redis
 from tests.support.reverse_proxy import Proxy, nginx_binary, running_nginx
 from tests.support.settings_variables import variables_read
 from tests.support.unavailable import unavailable
 
 pytestmark = [
-    pytest.mark.xdist_group("redis-db-14"),  # flushes Redis database 14: one process at a time
+    flushes_redis(REDIS_TEST_DB),
     pytest.mark.postgres,
     pytest.mark.redis,
     pytest.mark.celery_worker,

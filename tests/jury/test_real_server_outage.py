@@ -24,18 +24,19 @@ from tests.jury.factories import call_ids
 from tests.support.attempts import assert_history_intact
 from tests.support.celery_worker import running_worker, wait_for
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer
+from tests.support.redis_db import flushes_redis
 from tests.support.services import require_service
 
+# This module's own Redis database (broker, limits and breakers), flushed by the test.
+BROKER = "redis://127.0.0.1:6379/10"
+
 pytestmark = [
-    pytest.mark.xdist_group("redis-db-10"),  # flushes Redis database 10: one process at a time
+    flushes_redis(BROKER),
     pytest.mark.local_model,
     pytest.mark.slow,
     pytest.mark.redis,
     pytest.mark.celery_worker,
 ]
-
-# This module's own Redis database (broker, limits and breakers), flushed by the test.
-BROKER = "redis://127.0.0.1:6379/10"
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ from jury import services
 from jury.models import Judge, JudgeCall, JuryRun
 from tests.factories import make_study_with_members
 from tests.support.celery_worker import child_pids, running_worker, wait_for
+from tests.support.redis_db import flushes_redis
 from tests.support.services import require_service
 
-# Flushes Redis database 14: one test process at a time (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("redis-db-14")
-
 REDIS_URL = "redis://127.0.0.1:6379/14"
+
+pytestmark = flushes_redis(REDIS_URL)
 
 
 @pytest.fixture

@@ -8,10 +8,12 @@ from celery import Celery
 
 from annotation.models import RatingStudy
 from tests.support.celery_worker import running_worker
+from tests.support.redis_db import flushes_redis
 from tests.support.services import require_service
 
-# Flushes Redis database 15: one test process at a time (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("redis-db-15")
+REDIS_URL = "redis://127.0.0.1:6379/15"
+
+pytestmark = flushes_redis(REDIS_URL)
 
 
 def _round_trip(broker_url: str, result_backend: str, log_path, monkeypatch) -> dict:
@@ -46,7 +48,6 @@ def test_round_trip_on_redis(tmp_path, study_with_members, monkeypatch):
     require_service("Redis", "127.0.0.1", 6379)
     import redis
 
-    url = "redis://127.0.0.1:6379/15"
-    redis.Redis.from_url(url).flushdb()
-    answer = _round_trip(url, url, tmp_path / "worker.log", monkeypatch)
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    answer = _round_trip(REDIS_URL, REDIS_URL, tmp_path / "worker.log", monkeypatch)
     assert answer["studies"] == 1

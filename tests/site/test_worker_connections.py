@@ -12,12 +12,12 @@ from celery import Celery
 from django.db import connection
 
 from tests.support import celery_worker
+from tests.support.redis_db import flushes_redis
 from tests.support.services import require_service
 
-# Flushes Redis database 15: one test process at a time (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("redis-db-15")
-
 BROKER = "redis://127.0.0.1:6379/15"
+
+pytestmark = flushes_redis(BROKER)
 
 
 def worker_backends(application_name: str) -> list[tuple]:

@@ -18,13 +18,14 @@ from jury.models import JuryRun
 from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids, make_judge, one_item_run
 from tests.support.celery_worker import running_worker, wait_for
+from tests.support.redis_db import flushes_redis
 from tests.support.services import require_service
-
-# Flushes Redis database 10: one test process at a time (tests/conftest.py).
-pytestmark = [pytest.mark.redis, pytest.mark.xdist_group("redis-db-10")]
 
 # This module's own Redis database (broker, limits and breakers), flushed by the test.
 BROKER = "redis://127.0.0.1:6379/10"
+
+pytestmark = [pytest.mark.redis, flushes_redis(BROKER)]
+
 OUTAGE_TEXT = "provider unreachable since"
 # Longer than the old retry budget of a call (about 7.5 s of backoff over 5 attempts).
 OUTAGE_SECONDS = 10.0

@@ -19,16 +19,17 @@ from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids, make_judge
 from tests.support.celery_worker import child_pids, running_worker, wait_for
 from tests.support.fake_provider import FakeProvider, prompt_key
-
-# Flushes Redis database 11: one test process at a time (tests/conftest.py).
-pytestmark = [
-    pytest.mark.redis,
-    pytest.mark.usefixtures("chunk_limits"),
-    pytest.mark.xdist_group("redis-db-11"),
-]
+from tests.support.redis_db import flushes_redis
 
 # A broker database of this module's own: the other worker tests flush theirs.
 WORKER_BROKER = "redis://127.0.0.1:6379/11"
+
+pytestmark = [
+    flushes_redis(WORKER_BROKER),
+    pytest.mark.redis,
+    pytest.mark.usefixtures("chunk_limits"),
+]
+
 WORKER_ENV = {"MEDHELM_JUDGE_KEY_FAKE": "sk-test", "JURY_LIMITER": "redis"}
 
 

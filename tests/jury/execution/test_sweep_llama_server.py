@@ -16,16 +16,18 @@ from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids
 from tests.support.celery_worker import running_worker, wait_for
 from tests.support.llama_server import MODEL_ALIAS, running_llama_server
+from tests.support.redis_db import flushes_redis
+
+WORKER_BROKER = "redis://127.0.0.1:6379/8"
 
 pytestmark = [
-    pytest.mark.xdist_group("redis-db-8"),  # flushes Redis database 8: one process at a time
+    flushes_redis(WORKER_BROKER),
     pytest.mark.redis,
     pytest.mark.celery_worker,
     pytest.mark.slow,
     pytest.mark.local_model,
 ]
 
-WORKER_BROKER = "redis://127.0.0.1:6379/8"
 LIMITS_REDIS = "redis://127.0.0.1:6379/13"
 
 

@@ -14,16 +14,17 @@ from jury.models import EndpointLimit, JuryRun
 from tests.factories import make_study_with_members
 from tests.jury.factories import call_ids, make_judge
 from tests.support.celery_worker import running_worker, wait_for
+from tests.support.redis_db import flushes_redis
 
-# Flushes Redis database 8: one test process at a time (tests/conftest.py).
+WORKER_BROKER = "redis://127.0.0.1:6379/8"
+
 pytestmark = [
+    flushes_redis(WORKER_BROKER),
     pytest.mark.redis,
     pytest.mark.celery_worker,
     pytest.mark.slow,
-    pytest.mark.xdist_group("redis-db-8"),
 ]
 
-WORKER_BROKER = "redis://127.0.0.1:6379/8"
 LIMITS_REDIS = "redis://127.0.0.1:6379/13"
 
 
