@@ -19,27 +19,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-#: The apps; medhelm_site includes its accounts and common packages.
-APPS = ("medhelm_site", "delphi", "annotation", "jury", "agreement")
+from tests.support.site_modules import APPS, ROOT, module_files
 
 Graph = dict[str, set[str]]
-
-
-def module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def app_sources(root: Path, apps: tuple[str, ...]) -> dict[str, Path]:
-    """Module name -> file, for every module of ``apps`` under ``root`` (migrations left out:
-    they are generated and import no layer of the apps)."""
-    return {
-        module_name(path, root): path
-        for app in apps
-        for path in sorted((root / app).rglob("*.py"))
-        if "migrations" not in path.parts
-    }
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -85,7 +67,7 @@ def imported_modules(module: str, path: Path, known: set[str]) -> set[str]:
 
 def import_graph(root: Path, apps: tuple[str, ...]) -> Graph:
     """Module -> the modules of ``apps`` it imports."""
-    sources = app_sources(root, apps)
+    sources = module_files(root, apps)
     known = set(sources)
     return {m: imported_modules(m, path, known) for m, path in sources.items()}
 

@@ -12,24 +12,10 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("medhelm_site", "delphi", "annotation", "jury", "agreement")
-
-
-def site_modules() -> list[str]:
-    names = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if "migrations" in path.parts:
-                continue
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return names
-
+from tests.support.site_modules import ROOT, module_files
 
 #: Third-party packages the server imports once before forking (none of the site's own
 #: modules: those are what each child imports first). Only top-level imports that need no
@@ -113,7 +99,7 @@ def import_each_first(modules: list[str]) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_every_module_imports_first():
-    modules = site_modules()
+    modules = list(module_files())
     assert len(modules) > 100  # the walk found the packages
     half = len(modules) // 2  # two servers: one a core
     with ThreadPoolExecutor(max_workers=2) as pool:
