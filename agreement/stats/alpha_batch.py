@@ -70,22 +70,37 @@ def weighted_midranks(
     flat = (order + (np.arange(b) * n)[:, None]).ravel()  # row-major positions, sorted
     sv = key.ravel()[flat].reshape(b, n)
     sw = np.where(active, weights, 0.0).ravel()[flat].reshape(b, n)
-    cum = np.cumsum(sw, axis=1)
     finite = np.where(np.isfinite(sv), np.abs(sv), 0.0)
-    tol = TIE_TOLERANCE * finite.max(axis=1, keepdims=True)
+    mid, _ = sorted_midranks(sv, sw, TIE_TOLERANCE * finite.max(axis=1))
+    ranks = np.empty(b * n)
+    ranks[flat] = mid.ravel()
+    return np.where(active, ranks.reshape(b, n), 0.0)
+
+
+def sorted_midranks(
+    sv: np.ndarray, sw: np.ndarray, tol: np.ndarray, *, with_gap: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(mid-ranks (B, n), gap (B,)) of values sorted along each row ``sv`` (inactive ones
+    +inf, at the end) with weights ``sw`` (0 where inactive): neighbours at most ``tol`` (B,)
+    apart are tied (in a chain), and a tie group's mid-rank is the mean of the cumulative
+    weight before its first value and after its last. ``gap``: the smallest step between
+    finite neighbours that is not a tie (inf if none), with ``with_gap`` only."""
+    b, n = sv.shape
+    cum = np.cumsum(sw, axis=1)
     with np.errstate(invalid="ignore"):
-        tied = np.diff(sv, axis=1) <= tol  # inf - inf is NaN: not tied (both inactive)
+        step = np.diff(sv, axis=1)
+        tied = step <= tol[:, None]  # inf - inf is NaN: not tied (both inactive)
     new = np.ones((b, n), dtype=bool)
     new[:, 1:] = ~tied
     last = np.ones((b, n), dtype=bool)
     last[:, :-1] = ~tied
-    # Tie groups in row-major order: a group's mid-rank is the mean of the cumulative weight
-    # before its first value and after its last.
+    # Tie groups in row-major order
     group = np.cumsum(new.ravel()) - 1
     mid = ((cum - sw)[new] + cum[last]) / 2.0
-    ranks = np.empty(b * n)
-    ranks[flat] = mid[group]
-    return np.where(active, ranks.reshape(b, n), 0.0)
+    gap = None
+    if with_gap:
+        gap = np.where(~tied & np.isfinite(step), step, np.inf).min(axis=1, initial=np.inf)
+    return mid[group].reshape(b, n), gap
 
 
 def weighted_alphas(

@@ -26,9 +26,10 @@ from .icc_batch import icc_from_moments, icc_item_moments
 from .icc_forms import FORMS, canonical_form
 
 #: Default cap on the number of (resample, item) cells materialised at once: a chunk's
-#: (resamples, values) arrays stay near the CPU's caches (an alpha over 3,000 items, 1,000
-#: resamples and their jackknife: 6.5 s at 1 << 22, 4 s at 1 << 20; bench/README.md, issue 32).
-DEFAULT_MAX_CELLS: int = 1 << 20
+#: (resamples, values) arrays stay near the CPU's caches and are not page-faulted in afresh
+#: for every temporary (an ordinal alpha's jackknife over 3,000 items: 6.5 s at 1 << 22, 4 s
+#: at 1 << 20, 0.85 s at 1 << 18 with the paired ranks; bench/README.md, issue 32).
+DEFAULT_MAX_CELLS: int = 1 << 18
 
 
 class ItemStatistic(ABC):

@@ -58,6 +58,12 @@ def remembered(
     return value
 
 
+#: How many resample chunks a value kept per chunk is kept for (the clinicians' means, their
+#: ranks and fit): every chunk of a cell of 3,000 items (1,000 resamples and its 3,000-row
+#: jackknife at the bootstrap's chunk size), so the next machine of the row reads them all.
+CHUNKS_KEPT = 64
+
+
 def fingerprint(*arrays: np.ndarray) -> bytes:
     """A key that is equal for arrays of equal shapes, types and bytes: what a remembered
     value computed from large arrays (a chunk of resample weights) is kept under, so that many

@@ -78,16 +78,35 @@ class MachineAlphaStatistic(ItemStatistic):
         return krippendorff_alpha(long, level=self.level).alpha
 
     def from_weights(self, weights: np.ndarray) -> np.ndarray:
-        def compute() -> dict[str, np.ndarray]:
-            use, c, z = self.base.columns(weights)
-            b = use.shape[0]
-            values = np.stack([c, z], axis=2).reshape(b, -1)
-            present = np.repeat(use > 0, 2, axis=1)
-            return weighted_alphas(
-                values, present, self._unit, use, levels=self._shared.levels, groups=self._groups
-            )
+        return self._shared.get(weights, lambda: self._alphas(weights))[self.level]
 
-        return self._shared.get(weights, compute)[self.level]
+    def _alphas(self, weights: np.ndarray) -> dict[str, np.ndarray]:
+        """The alphas at the shared levels; the ordinal one from the paired ranks
+        (:meth:`MachineVsClinicianStatistic.paired_ordinal_alpha`) wherever they apply, from
+        the pooled values' ranks in the other resamples."""
+        use, c, z = self.base.columns(weights)
+        levels = self._shared.levels
+        out: dict[str, np.ndarray] = {}
+        pooled = [lv for lv in levels if lv != "ordinal"]
+        rest = np.ones(use.shape[0], dtype=bool)
+        if "ordinal" in levels:
+            out["ordinal"], computed = self.base.paired_ordinal_alpha(weights)
+            rest = ~computed
+            if rest.any():
+                out["ordinal"][rest] = self._pooled(use[rest], c[rest], z[rest], ("ordinal",))[
+                    "ordinal"
+                ]
+        if pooled:
+            out.update(self._pooled(use, c, z, tuple(pooled)))
+        return out
+
+    def _pooled(
+        self, use: np.ndarray, c: np.ndarray, z: np.ndarray, levels: tuple[str, ...]
+    ) -> dict[str, np.ndarray]:
+        b = use.shape[0]
+        values = np.stack([c, z], axis=2).reshape(b, -1)
+        present = np.repeat(use > 0, 2, axis=1)
+        return weighted_alphas(values, present, self._unit, use, levels=levels, groups=self._groups)
 
 
 def machine_alpha_statistics(

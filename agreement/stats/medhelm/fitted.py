@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..bootstrap import ItemStatistic
 from ..icc_twoway_incomplete import WeightedFit, fit_from_weights, icc_consistency_incomplete
-from ..shared import fingerprint, remembered
+from ..shared import CHUNKS_KEPT, fingerprint, remembered
 from .study_set import machine_vector, study_set
 from .twoway import STEP_UP_TO
 
@@ -137,7 +137,7 @@ class FittedMachine:
                 (self._data_key, drawn),
                 operator.eq,
                 lambda: self._compute(w, drawn),
-                kept=32,
+                kept=CHUNKS_KEPT,
             )
             self._last = (weights, computed)
         return self._last[1]
@@ -148,7 +148,7 @@ class FittedMachine:
             (self._clinicians_key, drawn),
             operator.eq,
             lambda: fit_from_weights(self._x, w),
-            kept=32,
+            kept=CHUNKS_KEPT,
         )
         # the offset-adjusted clinician mean of each item, per resample (B, n)
         r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]

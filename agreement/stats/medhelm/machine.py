@@ -12,15 +12,12 @@ import pandas as pd
 from scipy import sparse
 
 from ..alpha_batch import EqualValues, equal_values
+from ..alpha_paired import OwnRanks, own_ranks, paired_ordinal_alpha, unsort
 from ..bootstrap import ItemStatistic
 from ..icc import icc
 from ..icc_forms import IccTable
-from ..shared import fingerprint, remembered
+from ..shared import CHUNKS_KEPT, fingerprint, remembered
 from .study_set import machine_vector, study_set, weighted_sd
-
-#: A row's chunks of resamples whose clinicians' means are kept for its other machines: every
-#: chunk of a cell of 3,000 items at the default chunk size (memory: a chunk's (B, n) means).
-CLINICIAN_MEANS_KEPT = 12
 
 
 @dataclass(frozen=True)
@@ -91,6 +88,13 @@ class MachineVsClinicianStatistic(ItemStatistic):
         y, self._sd_m = machine_vector(study, machine)
         self._has_m = (~np.isnan(y)).astype(np.float64)
         self._y0 = np.nan_to_num(y)
+        # the machine's distinct composites, ascending, and each item's (0 where none: such an
+        # item has no weight): its z-scores are these levels under one increasing affine map
+        self._y_levels = np.unique(self._y0[self._has_m > 0])
+        self._y_level = np.minimum(
+            np.searchsorted(self._y_levels, self._y0), max(self._y_levels.size - 1, 0)
+        )
+        self._has_m_key = fingerprint(self._has_m)
         self._x0 = np.nan_to_num(study.x)
         self._rated = study.rated
         self._sparse_rated = sparse.csr_matrix(study.rated)
@@ -100,7 +104,7 @@ class MachineVsClinicianStatistic(ItemStatistic):
         )
         self.agreement = machine_vs_clinicians(scores, machine=machine, on_degenerate=on_degenerate)
         self._direct = self.agreement.icc
-        self._cached: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        self._cached: tuple[np.ndarray, _Columns] | None = None
 
     def estimate(self) -> float:
         return self._direct
@@ -114,6 +118,34 @@ class MachineVsClinicianStatistic(ItemStatistic):
         resample (0 where the machine or every clinician z-score is missing), the clinicians'
         mean z-score and the machine's z-score. The last weights array's columns are kept, so
         statistics read from the same resamples (ICC, alpha) compute them once."""
+        return self._columns_of(weights).values
+
+    def paired_ordinal_alpha(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(alpha, computed), each (B,): the ordinal alpha of the (c, z) table of each resample
+        where :func:`agreement.stats.alpha_paired.paired_ordinal_alpha` computes it without
+        ranking the pooled values (``computed``; elsewhere NaN, for the caller to rank). The
+        clinicians' means are ranked once per resample chunk for every machine of the row."""
+        cols = self._columns_of(weights)
+        use, c, _ = cols.values
+        ranks: OwnRanks = remembered(
+            "clinician_ranks",
+            (self._clinicians_key, cols.weights_key, self._has_m_key),
+            operator.eq,
+            lambda: own_ranks(c, use),
+            kept=CHUNKS_KEPT,
+        )
+        if self._y_levels.size == 0:
+            return np.full(use.shape[0], np.nan), np.zeros(use.shape[0], dtype=bool)
+        mean_m, sd_m = cols.machine_mean[:, None], cols.machine_sd[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # the very arithmetic of the z-scores in _columns, so a level equals its items' z
+            levels = (self._y_levels[None, :] - mean_m) / sd_m
+            # searched in the clinicians' means' sorted order: ascending keys search fast
+            threshold = np.nan_to_num(mean_m + sd_m * ranks.sorted_values)
+            hint = unsort(ranks, np.searchsorted(self._y_levels, threshold))
+        return paired_ordinal_alpha(c, ranks, levels, self._y_level, use, hint)
+
+    def _columns_of(self, weights: np.ndarray) -> _Columns:
         if self._cached is not None and self._cached[0] is weights:
             return self._cached[1]
         out = self._columns(weights)
@@ -132,15 +164,16 @@ class MachineVsClinicianStatistic(ItemStatistic):
         keys[:, 1, 1] = self._y0
         return equal_values(keys.reshape(2 * n, -1))
 
-    def _columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _columns(self, weights: np.ndarray) -> _Columns:
         w = np.asarray(weights, dtype=np.float64)
         b = w.shape[0]
+        weights_key = fingerprint(w)
         c, rated = remembered(
             "clinician_means",
-            (self._clinicians_key, fingerprint(w)),
+            (self._clinicians_key, weights_key),
             operator.eq,
             lambda: self._clinician_means(w),
-            kept=CLINICIAN_MEANS_KEPT,
+            kept=CHUNKS_KEPT,
         )
         if self.restandardize:
             mean_m, sd_m = weighted_sd(w, self._has_m[:, None], self._y0[:, None])
@@ -152,7 +185,7 @@ class MachineVsClinicianStatistic(ItemStatistic):
             z = (self._y0[None, :] - mean_m[:, None]) / sd_m[:, None]
         use = w * self._has_m[None, :] * rated
         z = np.where(use > 0, z, 0.0)
-        return use, c, z
+        return _Columns((use, c, z), weights_key, mean_m, sd_m)
 
     def _clinician_means(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(c, rated), each (B, n): the clinicians' mean z-score of each item and whether it
@@ -172,6 +205,16 @@ class MachineVsClinicianStatistic(ItemStatistic):
         with np.errstate(divide="ignore", invalid="ignore"):
             c = np.where(den > 0, num / den, 0.0)
         return c, den > 0
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A resample chunk's columns and what made the machine's: its mean and SD per resample."""
+
+    values: tuple[np.ndarray, np.ndarray, np.ndarray]  # use, c, z
+    weights_key: bytes
+    machine_mean: np.ndarray  # (B,)
+    machine_sd: np.ndarray  # (B,)
 
 
 def consistency_icc2(w: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:

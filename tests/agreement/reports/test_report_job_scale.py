@@ -36,6 +36,8 @@ PER_RESAMPLE_WORK = {
     # the search for connected sets of clinicians: once per fit, for all its resamples
     "connected_components": [(icc_twoway_incomplete, "connected_components")],
     "weighted_alphas": [(alpha, "weighted_alphas")],
+    # the machine's ordinal alpha from each column's own ranks (agreement.stats.alpha_paired)
+    "paired_ordinal_alpha": [(machine, "paired_ordinal_alpha")],
     "consistency_icc2": [(machine, "consistency_icc2")],
 }
 
@@ -118,7 +120,12 @@ def test_the_report_jobs_queries_do_not_grow_with_the_study(large) -> None:
 def test_the_per_resample_work_is_called_per_cell_not_per_resample(large) -> None:
     job, few = large.job, large.calls
     _, _, many = run_job(large.members.study, large.members.coordinator, resamples=200, calls=True)
-    assert few == many, (few, many)
+    # the paired ordinal alpha hands the resamples of a chunk that hold a near-tie across its
+    # columns (values equal but for rounding) to weighted_alphas in one call: at most one
+    # more call per paired call, in a chunk that happens to draw such a resample
+    pooled = many["weighted_alphas"] - few["weighted_alphas"]
+    assert 0 <= pooled <= many["paired_ordinal_alpha"], (few, many)
+    assert {**few, "weighted_alphas": 0} == {**many, "weighted_alphas": 0}, (few, many)
     cells = job.cells_total
     # a handful of calls per cell (its point estimate, its resamples in one chunk, its
     # jackknife), where a loop over resamples would make 200 per cell
