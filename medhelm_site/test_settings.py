@@ -40,7 +40,14 @@ if _XDIST_WORKER and os.environ.get("MEDHELM_TEST_PROCESS") != _XDIST_WORKER:
 # alone, 136 s in a two-process run). Set before those libraries load, and in the environment,
 # so that the servers and workers the tests start inherit it.
 if _XDIST_WORKER:
-    for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    # a report's rows one after another too (agreement.analysis.row_workers): the other
+    # test process has the other core
+    for _pool in (
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "MEDHELM_REPORT_THREADS",
+    ):
         os.environ.setdefault(_pool, "1")
 
 from medhelm_site.settings import *  # noqa: E402, F403

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from agreement.analysis.cells import (
     machine_cell,
 )
 from agreement.analysis.jury import jury_compositions, single_judge
+from agreement.analysis.row_workers import rows_side_by_side
 from agreement.analysis.sensitivity import Sensitivity, headline_sensitivity
 from agreement.analysis.settings import (
     CLINICIAN_COLUMN,
@@ -181,25 +183,19 @@ def _difference_row(
     }
 
 
-def _overall(
-    table: pd.DataFrame, subsets: list, machines: list, s: Settings, tick: Callable[[int], None]
+def _overall_row(
+    table: pd.DataFrame, group: str, row: str, items: np.ndarray, machines: list, s: Settings
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Table 2's cells per row, and the differences: the jury on every row, every machine
-    on all items."""
-    cells: list[dict[str, Any]] = []
-    diffs: list[dict[str, Any]] = []
-    for group, row, items in subsets:
-        sub = table.loc[table["item"].isin(items)]
-        these = row_cells(sub, section="overall", group=group, row=row, machines=machines, s=s)
-        cells.extend(these)
-        tick(len(these))
-        by_column = {c["column"]: c for c in these}
-        targets = machines if group == "all" else [m for m in machines if m[0] == "jury"]
-        diffs += [
-            _difference_row(sub, group=group, row=row, machine=m, cells=by_column, s=s)
-            for m in targets
-        ]
-    return cells, diffs
+    """One row of Table 2 and its differences: the jury on every row, every machine on all
+    items."""
+    sub = table.loc[table["item"].isin(items)]
+    these = row_cells(sub, section="overall", group=group, row=row, machines=machines, s=s)
+    by_column = {c["column"]: c for c in these}
+    targets = machines if group == "all" else [m for m in machines if m[0] == "jury"]
+    diffs = [
+        _difference_row(sub, group=group, row=row, machine=m, cells=by_column, s=s) for m in targets
+    ]
+    return these, diffs
 
 
 def _counts_as_int(frame: pd.DataFrame) -> pd.DataFrame:
@@ -257,24 +253,51 @@ def comparison_table(
             progress(done, total)
 
     tick(0)  # the cells' stage starts now (the reading before it is its own stage)
-    with shared_work():
-        cells, diffs = _overall(table, subsets, machines, s, tick)
-        compositions = jury_compositions(
-            table.loc[table["item"].isin(subsets[0][2])],
-            overall_cells=[c for c in cells if c["row_group"] == "all"],
-            weights=judge_weights or {},
-            s=s,
-        )
-        sensitivity = headline_sensitivity(
-            table.loc[table["item"].isin(subsets[0][2])],
-            cells=[c for c in cells if c["row_group"] == "all"],
-            differences=[d for d in diffs if d["row_group"] == "all"],
-        )
-        for criterion in criteria:
-            sub = criterion_subset(table, criterion)
-            these = row_cells(
-                sub, section="criterion", group="criterion", row=criterion, machines=machines, s=s
+    with rows_side_by_side() as submit:
+        # the largest rows first (all items, each criterion), so the small ones fill the end
+        overall = [
+            submit(partial(_overall_row, table, g, r, items, machines, s))
+            for g, r, items in subsets[:1]
+        ]
+        by_criterion = [
+            submit(
+                partial(
+                    row_cells,
+                    criterion_subset(table, criterion),
+                    section="criterion",
+                    group="criterion",
+                    row=criterion,
+                    machines=machines,
+                    s=s,
+                )
             )
+            for criterion in criteria
+        ]
+        overall += [
+            submit(partial(_overall_row, table, g, r, items, machines, s))
+            for g, r, items in subsets[1:]
+        ]
+        # the jury's compositions and the headline's sensitivity read the all-items row only:
+        # computed here, in this thread, while the workers go on with the other rows
+        cells, diffs = overall[0].result()
+        tick(len(cells))
+        with shared_work():
+            compositions = jury_compositions(
+                table.loc[table["item"].isin(subsets[0][2])],
+                overall_cells=list(cells),
+                weights=judge_weights or {},
+                s=s,
+            )
+        sensitivity = headline_sensitivity(
+            table.loc[table["item"].isin(subsets[0][2])], cells=list(cells), differences=list(diffs)
+        )
+        for future in overall[1:]:
+            these, row_diffs = future.result()
+            cells += these
+            diffs += row_diffs
+            tick(len(these))
+        for future in by_criterion:
+            these = future.result()
             cells += these
             tick(len(these))
     cells += compositions.cells
