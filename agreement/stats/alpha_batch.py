@@ -71,7 +71,7 @@ def weighted_midranks(
     sv = key.ravel()[flat].reshape(b, n)
     sw = np.where(active, weights, 0.0).ravel()[flat].reshape(b, n)
     finite = np.where(np.isfinite(sv), np.abs(sv), 0.0)
-    mid, _ = sorted_midranks(sv, sw, TIE_TOLERANCE * finite.max(axis=1))
+    mid, _, _ = sorted_midranks(sv, sw, TIE_TOLERANCE * finite.max(axis=1))
     ranks = np.empty(b * n)
     ranks[flat] = mid.ravel()
     return np.where(active, ranks.reshape(b, n), 0.0)
@@ -79,12 +79,13 @@ def weighted_midranks(
 
 def sorted_midranks(
     sv: np.ndarray, sw: np.ndarray, tol: np.ndarray, *, with_gap: bool = False
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(mid-ranks (B, n), gap (B,)) of values sorted along each row ``sv`` (inactive ones
     +inf, at the end) with weights ``sw`` (0 where inactive): neighbours at most ``tol`` (B,)
     apart are tied (in a chain), and a tie group's mid-rank is the mean of the cumulative
     weight before its first value and after its last. ``gap``: the smallest step between
-    finite neighbours that is not a tie (inf if none), with ``with_gap`` only."""
+    finite neighbours that is not a tie (inf if none), and ``cubes`` (B,): the sum over tie
+    groups of the group's weight cubed (exact: whole numbers), both with ``with_gap`` only."""
     b, n = sv.shape
     cum = np.cumsum(sw, axis=1)
     with np.errstate(invalid="ignore"):
@@ -96,11 +97,14 @@ def sorted_midranks(
     last[:, :-1] = ~tied
     # Tie groups in row-major order
     group = np.cumsum(new.ravel()) - 1
-    mid = ((cum - sw)[new] + cum[last]) / 2.0
-    gap = None
+    before, after = (cum - sw)[new], cum[last]
+    mid = (before + after) / 2.0
+    gap = cubes = None
     if with_gap:
         gap = np.where(~tied & np.isfinite(step), step, np.inf).min(axis=1, initial=np.inf)
-    return mid[group].reshape(b, n), gap
+        size = after - before
+        cubes = np.bincount(np.flatnonzero(new) // n, weights=size * size * size, minlength=b)
+    return mid[group].reshape(b, n), gap, cubes
 
 
 def weighted_alphas(

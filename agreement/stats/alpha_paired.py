@@ -41,6 +41,7 @@ class OwnRanks:
     positions: np.ndarray  # (B, n) where each sorted value sits in the flattened (B, n) input
     scale: np.ndarray  # (B,) the largest finite |value| with weight (0 if none)
     gap: np.ndarray  # (B,) the smallest step between neighbours that is not a tie (inf if none)
+    tie_cubes: np.ndarray  # (B,) the sum over tie groups of (the group's weight)^3
     finite: np.ndarray  # (B,) every value with weight is finite
 
 
@@ -56,7 +57,7 @@ def own_ranks(values: np.ndarray, weights: np.ndarray) -> OwnRanks:
     sw = np.take(np.where(active, weights, 0.0), positions)
     finite = np.isfinite(np.where(active, values, 0.0)).all(axis=1)
     scale = np.where(np.isfinite(sv), np.abs(sv), 0.0).max(axis=1, initial=0.0)
-    mid, gap = sorted_midranks(sv, sw, TIE_TOLERANCE * scale, with_gap=True)
+    mid, gap, cubes = sorted_midranks(sv, sw, TIE_TOLERANCE * scale, with_gap=True)
     ranks = np.empty_like(mid)
     ranks.ravel()[positions.ravel()] = mid.ravel()
     return OwnRanks(
@@ -65,6 +66,7 @@ def own_ranks(values: np.ndarray, weights: np.ndarray) -> OwnRanks:
         positions=positions,
         scale=scale,
         gap=gap,
+        tie_cubes=cubes,
         finite=finite,
     )
 
@@ -104,50 +106,47 @@ def paired_ordinal_alpha(
     tol = TIE_TOLERANCE * np.maximum(first_ranks.scale, level_scale)
     ok = first_ranks.finite & np.isfinite(np.where(held, levels, 0.0)).all(axis=1)
     ok &= first_ranks.gap > tol  # no step between first values is a pooled tie
+    # no two levels within the tolerance (held or not: a tie between held levels would show
+    # between two neighbours in any case)
+    with np.errstate(invalid="ignore"):
+        ok &= ~(np.diff(levels, axis=1) <= tol[:, None]).any(axis=1)
 
-    # Every per-level array has g + 2 columns, so one flat index per item reads them all:
-    # padded[p] is level p - 1 (-inf below the first, +inf above the last), and p levels lie
-    # below c where padded[p] < c <= padded[p + 1].
-    width = g + 2
+    # padded[j + 2] is level j, two -inf before and two +inf after: k levels lie below c
+    # where padded[k + 1] < c <= padded[k + 2]. Four neighbours of the hint h settle k in
+    # {h - 1, h, h + 1} and give c's neighbouring levels, for the near-tie check, at once.
+    width = g + 4
     row_start = (np.arange(b) * width)[:, None]
-    padded = np.full((b, width), np.inf)
-    padded[:, 0] = -np.inf
-    padded[:, 1:-1] = levels
+    padded = np.empty((b, width))
+    padded[:, :2] = -np.inf
+    padded[:, 2:-2] = levels
+    padded[:, -2:] = np.inf
     at = np.clip(below_hint, 0, g) + row_start
-    below = at - (np.take(padded, at) >= first) + (np.take(padded, at + 1) < first)
-    settled = (np.take(padded, below) < first) & (np.take(padded, below + 1) >= first)
-    ok &= np.where(active, settled, True).all(axis=1)
-    below = np.where(active & settled, below, row_start)
-
-    # the nearest held level below and above each first value, and between held levels
-    held_below = np.full((b, width), -np.inf)
-    held_below[:, 1:-1] = np.maximum.accumulate(np.where(held, levels, -np.inf), axis=1)
-    held_above = np.full((b, width), np.inf)
-    held_above[:, :-2] = np.minimum.accumulate(np.where(held, levels, np.inf)[:, ::-1], axis=1)[
-        :, ::-1
-    ]
-    near = (first - np.take(held_below, below) <= tol[:, None]) | (
-        np.take(held_above, below) - first <= tol[:, None]
-    )
-    ok &= ~(near & active).any(axis=1)
-    ok &= ~(held & (levels - held_below[:, :-2] <= tol[:, None])).any(axis=1)
+    p0, p1, p2, p3 = (np.take(padded, at + i) for i in range(4))
+    lower = p1 >= first  # fewer than h levels below
+    upper = p2 < first  # more than h
+    settled = ~(lower & upper) & ~(lower & (p0 >= first)) & ~(upper & (p3 < first))
+    below_level = np.where(lower, p0, np.where(upper, p2, p1))
+    above_level = np.where(lower, p1, np.where(upper, p3, p2))
+    near = (first - below_level <= tol[:, None]) | (above_level - first <= tol[:, None])
+    ok &= ~(active & (near | ~settled)).any(axis=1)
+    below = at - row_start - lower + upper  # levels below each first value
 
     # pooled mid-ranks: own rank plus the other column's weight below
-    level_before = np.zeros((b, width))
-    level_before[:, 1:-1] = np.cumsum(level_w, axis=1)
+    level_before = np.zeros((b, g + 1))
+    np.cumsum(level_w, axis=1, out=level_before[:, 1:])
+    below = np.where(active & settled, below, 0) + (np.arange(b) * (g + 1))[:, None]
     r_first = first_ranks.ranks + np.take(level_before, below)
-    first_below_level = np.cumsum(_row_sums(below, weights, b, width), axis=1)[:, :g]
-    r_level = level_before[:, 1:-1] - level_w / 2.0 + first_below_level
-    r_second = r_level[:, level]
-
-    w = np.where(active, weights, 0.0)
-    n = 2.0 * w.sum(axis=1)
-    half = (n / 2.0)[:, None]
-    a, c = r_first - half, r_second - half
-    ss_tot = (w * (a * a + c * c)).sum(axis=1)
-    scale = (w * (r_first * r_first + r_second * r_second)).sum(axis=1)
-    d = r_first - r_second
-    within = (w * d * d).sum(axis=1)
+    first_below_level = np.cumsum(_row_sums(below, weights, b, g + 1), axis=1)[:, :g]
+    r_level = level_before[:, 1:] - level_w / 2.0 + first_below_level
+    d = r_first - r_level[:, level]
+    within = (weights * d * d).sum(axis=1)
+    # the pooled tie groups are the first column's and the levels': for mid-ranks centred on
+    # n / 2, sum w (r - n/2)^2 = (n^3 - sum_groups t^3) / 12 and sum w r^2 = that + n^3 / 4,
+    # both exact (quarters far below 2^53), so equal to the per-value sums bit for bit
+    n = 2.0 * weights.sum(axis=1)
+    cubes = first_ranks.tie_cubes + (level_w * level_w * level_w).sum(axis=1)
+    ss_tot = (n * n * n - cubes) / 12.0
+    scale = ss_tot + n * n * n / 4.0
     with np.errstate(divide="ignore", invalid="ignore"):
         alpha = 1.0 - (n - 1.0) * within / (n * ss_tot)
     defined = (n >= 2) & (ss_tot > 1e-12 * scale) & (ss_tot > 0)

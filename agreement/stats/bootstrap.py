@@ -28,8 +28,9 @@ from .icc_forms import FORMS, canonical_form
 #: Default cap on the number of (resample, item) cells materialised at once: a chunk's
 #: (resamples, values) arrays stay near the CPU's caches and are not page-faulted in afresh
 #: for every temporary (an ordinal alpha's jackknife over 3,000 items: 6.5 s at 1 << 22, 4 s
-#: at 1 << 20, 0.85 s at 1 << 18 with the paired ranks; bench/README.md, issue 32).
-DEFAULT_MAX_CELLS: int = 1 << 18
+#: at 1 << 20; with the paired ranks 1.2 s at 1 << 18 and 0.86 s at 1 << 16; bench/README.md,
+#: issue 32).
+DEFAULT_MAX_CELLS: int = 1 << 16
 
 
 class ItemStatistic(ABC):

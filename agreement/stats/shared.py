@@ -60,8 +60,10 @@ def remembered(
 
 #: How many resample chunks a value kept per chunk is kept for (the clinicians' means, their
 #: ranks and fit): every chunk of a cell of 3,000 items (1,000 resamples and its 3,000-row
-#: jackknife at the bootstrap's chunk size), so the next machine of the row reads them all.
-CHUNKS_KEPT = 64
+#: jackknife: 190 chunks of 1 << 16 cells), so the next machine of the row reads them all.
+#: A chunk has a fixed number of cells, so this bounds the memory at any size (about 40 bytes
+#: a cell: 670 MB per row being computed).
+CHUNKS_KEPT = 256
 
 
 def fingerprint(*arrays: np.ndarray) -> bytes:
