@@ -23,7 +23,14 @@ RC = {
     "font.size": 9,
     "axes.titlesize": 10,
     "pdf.fonttype": 42,
+    # the resolution of the rasterized point clouds inside the SVG and PDF files (the axes,
+    # lines and text stay vector)
+    "savefig.dpi": 200,
 }
+#: A scatter of more points than this is drawn as one image inside the vector files: 3,000
+#: points were 3,000 SVG elements each, which the page carried and the PDF drew one by one
+#: (bench/README.md, issue 32).
+RASTER_POINTS = 500
 KOO_LI_CUTS = (0.5, 0.75, 0.9)
 FOREST_FLOOR = -1.0  # intervals reaching below this are drawn clipped, with an arrow
 
@@ -45,6 +52,7 @@ def scatter_figure(items: list[Mapping[str, Any]]) -> Figure | None:
             alpha=0.8,
             color=colors(n % 10),
             label=figure_text(cat),
+            rasterized=len(pts) > RASTER_POINTS,
         )
     lo = min(min(p["clinician_mean"] for p in pts), min(p["jury"] for p in pts))
     hi = max(max(p["clinician_mean"] for p in pts), max(p["jury"] for p in pts))
@@ -68,7 +76,7 @@ def bland_altman_figure(items: list[Mapping[str, Any]]) -> Figure | None:
     sd = math.sqrt(sum((d - bias) ** 2 for d in diff) / (len(diff) - 1))
     fig = Figure(figsize=(5.6, 4.4), layout="constrained")
     ax = fig.add_subplot()
-    ax.scatter(mean, diff, s=18, alpha=0.8, color="#1f5fbf")
+    ax.scatter(mean, diff, s=18, alpha=0.8, color="#1f5fbf", rasterized=len(pts) > RASTER_POINTS)
     for y, label, ls in (
         (bias, f"mean difference {bias:.2f}", "-"),
         (bias + 1.96 * sd, f"+1.96 SD {bias + 1.96 * sd:.2f}", "--"),
@@ -312,5 +320,8 @@ def drawn_figures(
         for key, title, fig, note in figures(results):
             page.append(_page_entry(key, title, fig, note))
             if fig is not None:
+                # laid out by the page's drawing: the files keep that layout instead of
+                # solving it again in a draw of their own (each save drew the figure twice)
+                fig.set_layout_engine("none")
                 files.update({(key, fmt): _written(fig, fmt) for fmt in FIGURE_FORMATS})
     return page, files

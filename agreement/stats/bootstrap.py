@@ -11,6 +11,7 @@ paired difference.
 
 from __future__ import annotations
 
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from .common import as_generator, recorded_seed
 from .icc import icc
 from .icc_batch import icc_from_moments, icc_item_moments
 from .icc_forms import FORMS, canonical_form
+from .shared import remembered
 
 #: Default cap on the number of (resample, item) cells materialised at once: a chunk's
 #: (resamples, values) arrays stay near the CPU's caches and are not page-faulted in afresh
@@ -163,6 +165,28 @@ def resample_weights(rng: np.random.Generator, n_items: int, n_resamples: int) -
     offsets = (np.arange(n_resamples, dtype=np.int64) * n_items)[:, None]
     counts = np.bincount((idx + offsets).ravel(), minlength=n_resamples * n_items)
     return counts.reshape(n_resamples, n_items).astype(np.float64)
+
+
+def _resample_chunks(
+    seed: int | np.integer | np.random.Generator | None, n: int, n_resamples: int, step: int
+) -> list[tuple[int, np.ndarray]]:
+    """The resample weights in chunks of ``step`` resamples, with where each chunk starts.
+    Inside :func:`agreement.stats.shared.shared_work` the chunks of an int seed are drawn once
+    for every cell of the same items (the cells of a report's row draw the same resamples
+    from the report's seed), and being the same arrays, what is kept per weights array is
+    found again by identity. A Generator's stream moves on with each draw: never shared."""
+
+    def draw() -> list[tuple[int, np.ndarray]]:
+        rng = as_generator(seed)
+        return [
+            (start, resample_weights(rng, n, min(n_resamples, start + step) - start))
+            for start in range(0, n_resamples, step)
+        ]
+
+    record = recorded_seed(seed)
+    if record is None:
+        return draw()
+    return remembered("resamples", (record, n, n_resamples, step), operator.eq, draw, kept=2)
 
 
 def bootstrap_distribution(
@@ -305,13 +329,11 @@ def bootstrap_cis(
         raise ValueError("n_resamples must be >= 1")
     seed_record = recorded_seed(seed)
     estimates = [s.estimate() for s in statistics]
-    rng = as_generator(seed)
     n = first.n_items
     dists = [np.empty(n_resamples) for _ in statistics]
     step = max(1, max_cells // max(n, 1))
-    for start in range(0, n_resamples, step):
-        stop = min(n_resamples, start + step)
-        weights = resample_weights(rng, n, stop - start)
+    for start, weights in _resample_chunks(seed, n, n_resamples, step):
+        stop = start + weights.shape[0]
         enough = np.count_nonzero(weights, axis=1) >= 2
         for s, dist in zip(statistics, dists, strict=True):
             dist[start:stop] = np.where(enough, s.from_weights(weights), np.nan)

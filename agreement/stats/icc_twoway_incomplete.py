@@ -31,6 +31,7 @@ spectrum is found in rater space (:mod:`.twoway_spectrum`), not from the items x
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,7 @@ from scipy import optimize, sparse, stats
 from scipy.sparse.csgraph import connected_components
 from threadpoolctl import ThreadpoolController
 
+from .shared import fingerprint, remembered
 from .twoway_spectrum import design_spectrum
 
 #: The BLAS thread pools, limited to one thread around the batches of small (raters x raters)
@@ -232,7 +234,13 @@ def fit_from_weights(x: np.ndarray, weights: np.ndarray) -> WeightedFit:
     r_count = x.shape[1]
     # sparse: an item links only its own raters (the rank no longer reads L's null eigenvalue,
     # which a product in another summation order moved)
-    outer = sparse.csr_matrix((m[:, :, None] * m[:, None, :]).reshape(len(n_i), r_count**2))
+    outer = remembered(
+        "rater_pairs",
+        fingerprint(m),
+        operator.eq,
+        lambda: sparse.csr_matrix((m[:, :, None] * m[:, None, :]).reshape(len(n_i), r_count**2)),
+        kept=8,
+    )
     lap = -np.asarray((outer.T @ (w / n_safe).T).T).reshape(-1, r_count, r_count)
     idx = np.arange(r_count)
     lap[:, idx, idx] += n_j

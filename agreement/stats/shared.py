@@ -66,13 +66,35 @@ def remembered(
 CHUNKS_KEPT = 256
 
 
+_FINGERPRINTS = "fingerprints of arrays"
+#: Arrays whose fingerprints are kept (each kept alive meanwhile: chunks of 1 << 16 cells,
+#: half a MB each).
+FINGERPRINTS_KEPT = 64
+
+
 def fingerprint(*arrays: np.ndarray) -> bytes:
     """A key that is equal for arrays of equal shapes, types and bytes: what a remembered
     value computed from large arrays (a chunk of resample weights) is kept under, so that many
-    can be kept without keeping the arrays themselves."""
+    can be kept without keeping the arrays themselves. Inside :func:`shared_work` a single
+    array's fingerprint is remembered by identity for the last few arrays (an array handed to
+    it must not be changed afterwards, as the shared-work rule already asks of tables)."""
+    scope = _SCOPE.get()
+    memo = None
+    if scope is not None and len(arrays) == 1:
+        # the same weights array is asked for by every statistic of a chunk (and, the
+        # resamples being drawn once per row, of every cell of the row): hashed once
+        memo = scope.setdefault(_FINGERPRINTS, {})
+        known = memo.get(id(arrays[0]))
+        if known is not None and known[0] is arrays[0]:
+            return known[1]
     digest = hashlib.sha256()  # in hardware on most CPUs: 1 GB/s, blake2b a third of it
     for a in arrays:
         a = np.ascontiguousarray(a)
         digest.update(repr((a.shape, a.dtype.str)).encode())
         digest.update(a.data)
-    return digest.digest()
+    out = digest.digest()
+    if memo is not None:
+        if len(memo) >= FINGERPRINTS_KEPT:
+            memo.clear()
+        memo[id(arrays[0])] = (arrays[0], out)  # kept alive, so its id is not reused
+    return out

@@ -194,3 +194,27 @@ def test_argument_errors() -> None:
         bootstrap_ci(stat, confidence=95)
     with pytest.raises(ValueError, match="n_resamples"):
         bootstrap_ci(stat, n_resamples=0)
+
+
+def test_cells_of_a_row_draw_their_resamples_once_and_get_the_same_intervals() -> None:
+    from unittest import mock
+
+    from agreement.stats import bootstrap as bootstrap_module
+    from agreement.stats.shared import fingerprint, shared_work
+
+    rng = np.random.default_rng(8)
+    ratings = rng.normal(size=(40, 3)) + rng.normal(size=(40, 1))
+    alone = [bootstrap_module.icc_bootstrap(ratings, n_resamples=300, seed=5) for _ in range(2)]
+    draws = mock.Mock(wraps=bootstrap_module.resample_weights)
+    with mock.patch.object(bootstrap_module, "resample_weights", draws), shared_work():
+        shared = [
+            bootstrap_module.icc_bootstrap(ratings, n_resamples=300, seed=5) for _ in range(2)
+        ]
+        chunks = draws.call_count
+        # a Generator's stream moves on: its draws are never taken from another cell's
+        bootstrap_module.icc_bootstrap(ratings, n_resamples=300, seed=np.random.default_rng(5))
+        assert draws.call_count == 2 * chunks
+        weights = bootstrap_module.resample_weights(np.random.default_rng(1), 40, 3)
+        assert fingerprint(weights) == fingerprint(weights.copy())
+    for a, b in zip(alone, shared, strict=True):
+        assert (a.ci_low, a.ci_high, a.n_valid) == (b.ci_low, b.ci_high, b.n_valid)
