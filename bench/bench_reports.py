@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_reports.py [--opens 50] [--resamples 1000] [--seed 16]
         [--clinicians 29] [--cases 1000] [--workers 2] [--threads 4] [--keep] [--reuse DIR]
-        [--task-only] [--profile N]
+        [--task-only] [--profile N] [--database-url postgres://postgres@127.0.0.1:5432/DB]
 
 Seeds a study in a subprocess with the site's settings on a temporary MEDHELM_DATA_DIR and
 its SQLite database (29 clinicians; 1,000 cases x 3 models = 3,000 items, k = 2 clinician
@@ -31,8 +31,10 @@ from typing import Any
 from _support import (
     PYTHON,
     app_env,
+    drop_database,
     print_table,
     project_on_path,
+    recreate_database,
     run_step,
     sigterm_as_exit,
 )
@@ -107,10 +109,11 @@ def opens(
     return times
 
 
-def bench_env(data_dir: Path) -> dict[str, str]:
-    """Production settings on the data folder's SQLite database, served over plain HTTP."""
+def bench_env(data_dir: Path, database_url: str | None = None) -> dict[str, str]:
+    """Production settings on the data folder's SQLite database (or ``database_url``),
+    served over plain HTTP."""
     return app_env(
-        f"sqlite:///{data_dir / 'medhelm.sqlite3'}",
+        database_url or f"sqlite:///{data_dir / 'medhelm.sqlite3'}",
         data_dir,
         SECRET_KEY=secrets.token_urlsafe(50),
         SECURE_SSL_REDIRECT="0",
@@ -232,7 +235,9 @@ def bench(args: argparse.Namespace) -> int:
         state, _ = internal_step("state", {}, env)
         return serve_and_open(args, env, data_dir, state)
     data_dir = Path(tempfile.mkdtemp(prefix="bench_reports_"))
-    env = bench_env(data_dir)
+    env = bench_env(data_dir, args.database_url)
+    if args.database_url:
+        recreate_database(args.database_url)
     try:
         state = seed_and_compute(args, env)
         if args.task_only:
@@ -243,6 +248,8 @@ def bench(args: argparse.Namespace) -> int:
             print(f"data folder kept: {data_dir} (--reuse it to open its report again)")
         else:
             shutil.rmtree(data_dir, ignore_errors=True)
+            if args.database_url:
+                drop_database(args.database_url)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -252,6 +259,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=1000)
     p.add_argument("--opens", type=int, default=50, help="GETs of each page")
     p.add_argument("--seed", type=int, default=16, help="of the data and of the report")
+    p.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="PostgreSQL instead of the data folder's SQLite, e.g. "
+        "postgres://postgres@127.0.0.1:5432/medhelm_bench (DROPPED and recreated, dropped again "
+        "at the end unless --keep)",
+    )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--keep", action="store_true", help="keep the temporary data folder")
