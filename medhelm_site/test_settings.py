@@ -46,7 +46,7 @@ if _XDIST_WORKER:
         "OMP_NUM_THREADS",
         "OPENBLAS_NUM_THREADS",
         "MKL_NUM_THREADS",
-        "MEDHELM_REPORT_THREADS",
+        "AGREEMENT_REPORT_THREADS",
     ):
         os.environ.setdefault(_pool, "1")
 

@@ -219,6 +219,7 @@ def comparison_table(
     judge_weights: Mapping[str, float] | None = None,
     progress: Callable[[int, int], None] | None = None,
     clinician_form: str = BY_DESIGN,
+    workers: int | None = None,
 ) -> Comparison:
     """MedHELM Table 2 on every row subset, per criterion, and the differences (see the
     module docstring). ``min_shared_items`` and ``max_ci_width`` are the estimability rule's
@@ -228,7 +229,9 @@ def comparison_table(
     ``progress(cells_done, cells_total)`` is called after each row of cells (each cell is one
     bootstrap of ``n_resamples``). ``clinician_form`` is the clinician-clinician form: the
     one each cell's design decides (agreement.stats.medhelm.form_choice), or one form in every
-    cell (MedHELM's pair mean everywhere reproduces the published method as it is)."""
+    cell (MedHELM's pair mean everywhere reproduces the published method as it is).
+    ``workers``: rows computed at once (:func:`agreement.analysis.row_workers.row_workers`;
+    the numbers do not depend on it)."""
     s = Settings(
         n_resamples=n_resamples,
         seed=seed,
@@ -253,7 +256,7 @@ def comparison_table(
             progress(done, total)
 
     tick(0)  # the cells' stage starts now (the reading before it is its own stage)
-    with rows_side_by_side() as submit:
+    with rows_side_by_side(workers) as submit:
         # the largest rows first (all items, each criterion), so the small ones fill the end
         overall = [
             submit(partial(_overall_row, table, g, r, items, machines, s))

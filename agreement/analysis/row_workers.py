@@ -29,12 +29,12 @@ MAX_ROW_WORKERS = 4
 _BLAS = ThreadpoolController()
 
 
-def row_workers() -> int:
-    """The cores this process may run on, at most :data:`MAX_ROW_WORKERS`; the environment's
-    MEDHELM_REPORT_THREADS, where set, instead (1: one row after another)."""
-    asked = os.environ.get("MEDHELM_REPORT_THREADS", "").strip()
-    if asked:
-        return max(1, int(asked))
+def row_workers(asked: int | None = None) -> int:
+    """``asked`` where it is a positive number (1: one row after another), else the cores this
+    process may run on, at most :data:`MAX_ROW_WORKERS` (the site passes its setting
+    AGREEMENT_REPORT_THREADS, 0 when unset)."""
+    if asked is not None and asked > 0:
+        return asked
     return max(1, min(MAX_ROW_WORKERS, len(os.sched_getaffinity(0))))
 
 
@@ -46,10 +46,10 @@ def _alone(task: Callable[[], T]) -> T:
 @contextmanager
 def rows_side_by_side(workers: int | None = None) -> Iterator[Callable[[Callable[[], T]], Future]]:
     """Within the block, ``submit(task)`` runs ``task()`` in its own shared-work scope on one
-    of ``workers`` threads (default :func:`row_workers`) and gives its future; with one worker
+    of :func:`row_workers` ``(workers)`` threads and gives its future; with one worker
     the task runs at once, in the caller's thread. BLAS is held to one thread meanwhile (the
     rows are the parallelism; a BLAS thread per row besides would oversubscribe the cores)."""
-    n = row_workers() if workers is None else workers
+    n = row_workers(workers)
     if n <= 1:
 
         def now(task: Callable[[], T]) -> Future:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.conf import settings
 from django.utils import timezone
 
 from agreement import analysis, selectors
@@ -167,6 +168,7 @@ def _results(
         clinician_form=s.clinician_form,
         judge_weights=data.judge_weights,
         progress=lambda done, total: progress(STAGE_CELLS, done, total),
+        workers=settings.AGREEMENT_REPORT_THREADS,
     )
     progress(STAGE_SUMMARIES, len(comparison.cells), len(comparison.cells))
     board = analysis.leaderboard(table, data.calls)

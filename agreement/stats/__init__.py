@@ -16,13 +16,11 @@ from .bands import koo_li_band, koo_li_bands, koo_li_interval_band
 from .bootstrap import (
     BootstrapResult,
     DifferenceStatistic,
-    IccStatistic,
     ItemStatistic,
     bootstrap_ci,
     bootstrap_cis,
     bootstrap_difference,
     bootstrap_distribution,
-    icc_bootstrap,
 )
 from .common import package_versions
 from .estimability import (
@@ -37,6 +35,7 @@ from .estimability import (
 )
 from .icc import icc, icc_from_long, icc_matrix_from_long, mean_squares
 from .icc_batch import icc_batch, icc_batch_all
+from .icc_bootstrap import IccStatistic, icc_bootstrap
 from .icc_forms import (
     FORMS,
     SHROUT_FLEISS_NAMES,

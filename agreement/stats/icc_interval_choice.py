@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .bootstrap import icc_bootstrap
 from .icc import as_matrix, icc
+from .icc_bootstrap import icc_bootstrap
 from .icc_forms import canonical_form
 
 #: Interval methods, by key, as a method section states them.

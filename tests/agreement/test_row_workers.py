@@ -11,8 +11,7 @@ from agreement.analysis import row_workers
 from tests.support.report_cells import JUDGE_WEIGHTS, table_of
 
 
-def _comparison(monkeypatch: pytest.MonkeyPatch, threads: int) -> analysis.Comparison:
-    monkeypatch.setenv("MEDHELM_REPORT_THREADS", str(threads))
+def _comparison(threads: int) -> analysis.Comparison:
     progress: list[tuple[int, int]] = []
     out = analysis.comparison_table(
         table_of("medhelm"),
@@ -20,33 +19,32 @@ def _comparison(monkeypatch: pytest.MonkeyPatch, threads: int) -> analysis.Compa
         seed=3,
         judge_weights=JUDGE_WEIGHTS,
         progress=lambda done, total: progress.append((done, total)),
+        workers=threads,
     )
     assert progress[0][0] == 0 and progress[-1][0] == progress[-1][1]  # every cell counted
     assert [d for d, _ in progress] == sorted(d for d, _ in progress)
     return out
 
 
-def test_rows_side_by_side_give_the_numbers_of_rows_one_after_another(monkeypatch) -> None:
-    serial = _comparison(monkeypatch, 1)
-    parallel = _comparison(monkeypatch, 3)
+def test_rows_side_by_side_give_the_numbers_of_rows_one_after_another() -> None:
+    serial = _comparison(1)
+    parallel = _comparison(3)
     pd.testing.assert_frame_equal(parallel.cells, serial.cells)
     pd.testing.assert_frame_equal(parallel.differences, serial.differences)
     assert parallel.jury == serial.jury
     assert parallel.sensitivity == serial.sensitivity
 
 
-def test_a_rows_error_is_raised_in_the_caller(monkeypatch) -> None:
-    monkeypatch.setenv("MEDHELM_REPORT_THREADS", "2")
-
+def test_a_rows_error_is_raised_in_the_caller() -> None:
     def broken() -> None:
         raise ValueError("row bench-03: no items")
 
-    with row_workers.rows_side_by_side() as submit, pytest.raises(ValueError, match="bench-03"):
+    with row_workers.rows_side_by_side(2) as submit, pytest.raises(ValueError, match="bench-03"):
         submit(broken).result()
 
 
-def test_the_number_of_workers_follows_the_environment_and_the_cores(monkeypatch) -> None:
-    monkeypatch.setenv("MEDHELM_REPORT_THREADS", "1")
-    assert row_workers.row_workers() == 1
-    monkeypatch.delenv("MEDHELM_REPORT_THREADS")
-    assert 1 <= row_workers.row_workers() <= row_workers.MAX_ROW_WORKERS
+def test_the_number_of_workers_is_the_asked_one_or_the_cores() -> None:
+    assert row_workers.row_workers(1) == 1
+    assert row_workers.row_workers(3) == 3
+    for unset in (None, 0):
+        assert 1 <= row_workers.row_workers(unset) <= row_workers.MAX_ROW_WORKERS

@@ -200,19 +200,18 @@ def test_cells_of_a_row_draw_their_resamples_once_and_get_the_same_intervals() -
     from unittest import mock
 
     from agreement.stats import bootstrap as bootstrap_module
+    from agreement.stats.icc_bootstrap import icc_bootstrap
     from agreement.stats.shared import fingerprint, shared_work
 
     rng = np.random.default_rng(8)
     ratings = rng.normal(size=(40, 3)) + rng.normal(size=(40, 1))
-    alone = [bootstrap_module.icc_bootstrap(ratings, n_resamples=300, seed=5) for _ in range(2)]
+    alone = [icc_bootstrap(ratings, n_resamples=300, seed=5) for _ in range(2)]
     draws = mock.Mock(wraps=bootstrap_module.resample_weights)
     with mock.patch.object(bootstrap_module, "resample_weights", draws), shared_work():
-        shared = [
-            bootstrap_module.icc_bootstrap(ratings, n_resamples=300, seed=5) for _ in range(2)
-        ]
+        shared = [icc_bootstrap(ratings, n_resamples=300, seed=5) for _ in range(2)]
         chunks = draws.call_count
         # a Generator's stream moves on: its draws are never taken from another cell's
-        bootstrap_module.icc_bootstrap(ratings, n_resamples=300, seed=np.random.default_rng(5))
+        icc_bootstrap(ratings, n_resamples=300, seed=np.random.default_rng(5))
         assert draws.call_count == 2 * chunks
         weights = bootstrap_module.resample_weights(np.random.default_rng(1), 40, 3)
         assert fingerprint(weights) == fingerprint(weights.copy())
