@@ -284,16 +284,12 @@ def comparison_table(
         # computed here, in this thread, while the workers go on with the other rows
         cells, diffs = overall[0].result()
         tick(len(cells))
+        all_items = table.loc[table["item"].isin(subsets[0][2])]
         with shared_work():
             compositions = jury_compositions(
-                table.loc[table["item"].isin(subsets[0][2])],
-                overall_cells=list(cells),
-                weights=judge_weights or {},
-                s=s,
+                all_items, overall_cells=list(cells), weights=judge_weights or {}, s=s
             )
-        sensitivity = headline_sensitivity(
-            table.loc[table["item"].isin(subsets[0][2])], cells=list(cells), differences=list(diffs)
-        )
+        sensitivity = headline_sensitivity(all_items, cells=list(cells), differences=list(diffs))
         for future in overall[1:]:
             these, row_diffs = future.result()
             cells += these

@@ -59,6 +59,17 @@ def weighted_midranks(
         held = np.where(weights > 0, values, -np.inf)[:, groups.order]
         ranks = weighted_midranks(np.maximum.reduceat(held, groups.starts, axis=1), total)
         return np.where(weights > 0, ranks[:, groups.codes], 0.0)
+    sv, sw, positions, scale = sorted_rows(values, weights)
+    mid, _, _ = sorted_midranks(sv, sw, TIE_TOLERANCE * scale)
+    return np.where(weights > 0, unsorted(mid, positions), 0.0)
+
+
+def sorted_rows(
+    values: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each row of ``values`` (B, n) sorted, values of weight 0 as +inf at the end: (sorted
+    values, their weights (0 where inactive), where each sorted value sits in the flattened
+    input, the largest finite |value| with weight per row (0 if none))."""
     b, n = values.shape
     active = weights > 0
     key = np.where(active, values, np.inf)
@@ -66,15 +77,18 @@ def weighted_midranks(
     # last bit fall in one tie group, and a group's mid-rank reads only the total weight before
     # it and in it (sums of whole-number weights, exact in any order), so the order within a
     # group changes no rank
-    order = np.argsort(key, axis=1)
-    flat = (order + (np.arange(b) * n)[:, None]).ravel()  # row-major positions, sorted
-    sv = key.ravel()[flat].reshape(b, n)
-    sw = np.where(active, weights, 0.0).ravel()[flat].reshape(b, n)
-    finite = np.where(np.isfinite(sv), np.abs(sv), 0.0)
-    mid, _, _ = sorted_midranks(sv, sw, TIE_TOLERANCE * finite.max(axis=1))
-    ranks = np.empty(b * n)
-    ranks[flat] = mid.ravel()
-    return np.where(active, ranks.reshape(b, n), 0.0)
+    positions = np.argsort(key, axis=1) + (np.arange(b) * n)[:, None]
+    sv = np.take(key, positions)
+    sw = np.take(np.where(active, weights, 0.0), positions)
+    scale = np.where(np.isfinite(sv), np.abs(sv), 0.0).max(axis=1, initial=0.0)
+    return sv, sw, positions, scale
+
+
+def unsorted(in_sorted_order: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Values given per sorted value (B, n) put back where :func:`sorted_rows` found them."""
+    out = np.empty_like(in_sorted_order)
+    out.ravel()[positions.ravel()] = in_sorted_order.ravel()
+    return out
 
 
 def sorted_midranks(

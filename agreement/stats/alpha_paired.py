@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .alpha_batch import TIE_TOLERANCE, sorted_midranks
+from .alpha_batch import TIE_TOLERANCE, sorted_midranks, sorted_rows, unsorted
 
 
 @dataclass(frozen=True)
@@ -50,18 +50,11 @@ def own_ranks(values: np.ndarray, weights: np.ndarray) -> OwnRanks:
     weight 0 take no part), with what :func:`paired_ordinal_alpha` needs to check that its
     tie groups are the pooled ones."""
     active = weights > 0
-    key = np.where(active, values, np.inf)
-    b, n = key.shape
-    positions = np.argsort(key, axis=1) + (np.arange(b) * n)[:, None]
-    sv = np.take(key, positions)
-    sw = np.take(np.where(active, weights, 0.0), positions)
+    sv, sw, positions, scale = sorted_rows(values, weights)
     finite = np.isfinite(np.where(active, values, 0.0)).all(axis=1)
-    scale = np.where(np.isfinite(sv), np.abs(sv), 0.0).max(axis=1, initial=0.0)
     mid, gap, cubes = sorted_midranks(sv, sw, TIE_TOLERANCE * scale, with_gap=True)
-    ranks = np.empty_like(mid)
-    ranks.ravel()[positions.ravel()] = mid.ravel()
     return OwnRanks(
-        ranks=np.where(active, ranks, 0.0),
+        ranks=np.where(active, unsorted(mid, positions), 0.0),
         sorted_values=sv,
         positions=positions,
         scale=scale,
@@ -69,13 +62,6 @@ def own_ranks(values: np.ndarray, weights: np.ndarray) -> OwnRanks:
         tie_cubes=cubes,
         finite=finite,
     )
-
-
-def unsort(first_ranks: OwnRanks, in_sorted_order: np.ndarray) -> np.ndarray:
-    """Values given per sorted first value (B, n) put back in the items' order."""
-    out = np.empty_like(in_sorted_order)
-    out.ravel()[first_ranks.positions.ravel()] = in_sorted_order.ravel()
-    return out
 
 
 def paired_ordinal_alpha(
@@ -92,8 +78,8 @@ def paired_ordinal_alpha(
 
     ``levels`` (B, G): each resample's second-column levels in increasing order (the caller's
     promise); ``below_hint`` (B, n): an estimate, within one, of the number of levels below
-    each first value (the caller's search in its own units, :func:`unsort` from the sorted
-    first values); ``first_ranks``:
+    each first value (the caller's search in its own units, :func:`.alpha_batch.unsorted` from
+    the sorted first values); ``first_ranks``:
     :func:`own_ranks` of ``first`` with ``weights``. Alpha is NaN where undefined, as in
     :func:`.alpha_batch.weighted_alphas`; where ``computed`` is False the caller must compute
     the pooled ranks itself (a near-tie across the columns, a step between levels at the

@@ -85,19 +85,14 @@ class MachineAlphaStatistic(ItemStatistic):
         (:meth:`MachineVsClinicianStatistic.paired_ordinal_alpha`) wherever they apply, from
         the pooled values' ranks in the other resamples."""
         use, c, z = self.base.columns(weights)
-        levels = self._shared.levels
-        out: dict[str, np.ndarray] = {}
-        pooled = [lv for lv in levels if lv != "ordinal"]
-        rest = np.ones(use.shape[0], dtype=bool)
-        if "ordinal" in levels:
-            out["ordinal"], computed = self.base.paired_ordinal_alpha(weights)
+        pooled = tuple(lv for lv in self._shared.levels if lv != "ordinal")
+        out = self._pooled(use, c, z, pooled) if pooled else {}
+        if "ordinal" in self._shared.levels:
+            ordinal, computed = self.base.paired_ordinal_alpha(weights)
             rest = ~computed
             if rest.any():
-                out["ordinal"][rest] = self._pooled(use[rest], c[rest], z[rest], ("ordinal",))[
-                    "ordinal"
-                ]
-        if pooled:
-            out.update(self._pooled(use, c, z, tuple(pooled)))
+                ordinal[rest] = self._pooled(use[rest], c[rest], z[rest], ("ordinal",))["ordinal"]
+            out["ordinal"] = ordinal
         return out
 
     def _pooled(

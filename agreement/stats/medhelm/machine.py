@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ..alpha_batch import EqualValues, equal_values
-from ..alpha_paired import OwnRanks, own_ranks, paired_ordinal_alpha, unsort
+from ..alpha_batch import EqualValues, equal_values, unsorted
+from ..alpha_paired import OwnRanks, own_ranks, paired_ordinal_alpha
 from ..bootstrap import ItemStatistic
 from ..icc import icc
 from ..icc_forms import IccTable
@@ -127,6 +127,8 @@ class MachineVsClinicianStatistic(ItemStatistic):
         clinicians' means are ranked once per resample chunk for every machine of the row."""
         cols = self._columns_of(weights)
         use, c, _ = cols.values
+        if self._y_levels.size == 0:  # the machine scored none of the items
+            return np.full(use.shape[0], np.nan), np.zeros(use.shape[0], dtype=bool)
         ranks: OwnRanks = remembered(
             "clinician_ranks",
             (self._clinicians_key, cols.weights_key, self._has_m_key),
@@ -134,15 +136,13 @@ class MachineVsClinicianStatistic(ItemStatistic):
             lambda: own_ranks(c, use),
             kept=CHUNKS_KEPT,
         )
-        if self._y_levels.size == 0:
-            return np.full(use.shape[0], np.nan), np.zeros(use.shape[0], dtype=bool)
         mean_m, sd_m = cols.machine_mean[:, None], cols.machine_sd[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             # the very arithmetic of the z-scores in _columns, so a level equals its items' z
             levels = (self._y_levels[None, :] - mean_m) / sd_m
             # searched in the clinicians' means' sorted order: ascending keys search fast
             threshold = np.nan_to_num(mean_m + sd_m * ranks.sorted_values)
-            hint = unsort(ranks, np.searchsorted(self._y_levels, threshold))
+            hint = unsorted(np.searchsorted(self._y_levels, threshold), ranks.positions)
         return paired_ordinal_alpha(c, ranks, levels, self._y_level, use, hint)
 
     def _columns_of(self, weights: np.ndarray) -> _Columns:

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from agreement.stats import weighted_alphas
-from agreement.stats.alpha_paired import own_ranks, paired_ordinal_alpha, unsort
+from agreement.stats.alpha_batch import unsorted
+from agreement.stats.alpha_paired import own_ranks, paired_ordinal_alpha
 from agreement.stats.bootstrap import resample_weights
 from agreement.stats.medhelm.alpha import machine_alpha_statistics
 from agreement.stats.medhelm.machine import MachineVsClinicianStatistic
@@ -51,7 +52,7 @@ def _hint(first_ranks, levels: np.ndarray) -> np.ndarray:
     out = np.empty(first_ranks.sorted_values.shape, dtype=np.int64)
     for row in range(levels.shape[0]):
         out[row] = np.searchsorted(levels[row], first_ranks.sorted_values[row])
-    return unsort(first_ranks, out)
+    return unsorted(out, first_ranks.positions)
 
 
 @pytest.mark.parametrize("n_levels", [2, 13, 60])
