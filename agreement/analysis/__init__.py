@@ -30,6 +30,7 @@ from agreement.analysis.sensitivity import (
 )
 from agreement.analysis.settings import (
     ALPHA_FORM,
+    BCA_ACCELERATION,
     CI_METHODS,
     CLINICIAN_COLUMN,
     CLINICIAN_FORM_CHOICES,
@@ -51,6 +52,7 @@ from agreement.analysis.tidy import TIDY_COLUMNS, dictionary_rows, tidy_scores
 __all__ = [
     "ALPHA_COLUMNS",
     "ALPHA_FORM",
+    "BCA_ACCELERATION",
     "CELL_COLUMNS",
     "CI_METHODS",
     "CLINICIAN_COLUMN",

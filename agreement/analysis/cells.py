@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 
 from agreement.analysis.settings import (
-    CI_METHODS,
     FITTED_CI_METHOD,
     ONEWAY_CI_METHOD,
     TWOWAY_CI_METHOD,
     Settings,
+    ci_method_text,
 )
 from agreement.stats import (
     ALPHA_LEVELS,
@@ -119,7 +119,9 @@ def result_fields(boot: Any, s: Settings) -> dict[str, Any]:
         "estimate": boot.estimate,
         "ci_low": lo if ok else None,
         "ci_high": hi if ok else None,
-        "ci_method": CI_METHODS[s.method],
+        "ci_method": ci_method_text(
+            s.method, n_items=boot.n_items, jackknife_units=boot.jackknife_units
+        ),
         "confidence": s.confidence,
         "n_resamples": s.n_resamples,
         "n_valid_resamples": boot.n_valid,

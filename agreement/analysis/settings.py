@@ -9,6 +9,7 @@ from agreement.errors import AgreementError
 from agreement.stats import BOUNDS, MEDHELM_MIN_SHARED_ITEMS, EstimabilityRule
 from agreement.stats.estimability import WIDEST
 from agreement.stats.icc_interval_choice import MIN_ITEMS_CHECKED
+from agreement.stats.jackknife import JACKKNIFE_GROUPS
 from agreement.stats.medhelm import (
     BY_DESIGN,
     CLINICIAN_FORMS,
@@ -111,6 +112,23 @@ TWOWAY_ALPHA_CI_METHOD = (
     "(bootstrap over items; it has no fitted counterpart and its coverage is not simulated)"
 )
 CI_METHODS = {"bca": "bootstrap over items, BCa", "percentile": "bootstrap over items, percentile"}
+#: How BCa's acceleration is estimated: said once in the method record, and in each cell
+#: whose jackknife left out groups of items (agreement.stats.jackknife.JACKKNIFE_GROUPS).
+BCA_ACCELERATION = (
+    "BCa's acceleration from the leave-one-item-out jackknife, or where a cell has more than "
+    f"{JACKKNIFE_GROUPS:,} items from a jackknife leaving out one of {JACKKNIFE_GROUPS:,} random "
+    "groups of items at a time (the same acceleration, computed in time linear in the items)"
+)
+
+
+def ci_method_text(method: str, *, n_items: int, jackknife_units: int) -> str:
+    """A cell's interval method: CI_METHODS, and for BCa over groups of items, how many."""
+    text = CI_METHODS[method]
+    if method == "bca" and 0 < jackknife_units < n_items:
+        text += f" (acceleration from a jackknife over {jackknife_units:,} groups of items)"
+    return text
+
+
 #: Which interval each statistic of Table 2 is given with, and why it may resample items only
 #: ("{ci}" is the report's CI_METHODS text).
 INTERVAL_BY_STATISTIC = {

@@ -40,7 +40,7 @@ METHOD_TEXT = {
     "compared with the clinicians' scores on that criterion",
     "bootstrap": "items resampled with replacement; z-scores recomputed in every resample; "
     "every cell draws its resamples from the report seed; differences use the same resamples "
-    "for both terms",
+    f"for both terms; {analysis.BCA_ACCELERATION}",
     "bands": "Koo & Li (2016) on the interval: < 0.5 poor, 0.5-0.75 moderate, 0.75-0.9 good, "
     ">= 0.9 excellent",
     "sensitivity": "the all-items figures are also given without the estimability rule "

@@ -5,8 +5,8 @@ Generator the intervals equal scipy's (a test checks this).
 
 A statistic is an :class:`ItemStatistic` recomputed from item multiplicities ``weights``
 (B, n_items): every resample is one matrix product over per-item moments, not a Python loop;
-the jackknife uses weights ``1 - e_i``, and two statistics on the same weights give the
-paired difference.
+the jackknife uses weights ``1 - e_i`` (above :data:`JACKKNIFE_GROUPS` items, 1 on every item
+but one random group's), and two statistics on the same weights give the paired difference.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 from scipy.special import ndtr, ndtri
 
 from .common import as_generator, recorded_seed
+from .jackknife import jackknife_chunks, jackknife_groups, jackknife_units
 from .shared import remembered
 
 #: Default cap on the number of (resample, item) cells materialised at once: a chunk's
@@ -55,20 +56,20 @@ class ItemStatistic(ABC):
         """The statistic on the observed data (every item once)."""
         return float(self.from_weights(np.ones((1, self.n_items)))[0])
 
-    def jackknife(self, *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
-        """Leave-one-item-out values (n_items,), computed with weights 1 - e_i in chunks.
+    def jackknife(
+        self, *, max_cells: int = DEFAULT_MAX_CELLS, groups: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Leave-one-item-out values (n_items,), computed with weights 1 - e_i in chunks; with
+        ``groups`` (:func:`jackknife_groups`), leave-one-group-out values (one per group).
 
         Subclasses whose statistic is a function of linear item moments override this with an
         O(n) version.
         """
         n = self.n_items
-        out = np.empty(n)
+        out = np.empty(jackknife_units(n, groups))
         step = max(1, max_cells // max(n, 1))
-        for start in range(0, n, step):
-            stop = min(n, start + step)
-            w = np.ones((stop - start, n))
-            w[np.arange(stop - start), np.arange(start, stop)] = 0.0
-            out[start:stop] = self.from_weights(w)
+        for start, w in jackknife_chunks(n, groups, step):
+            out[start : start + w.shape[0]] = self.from_weights(w)
         return out
 
 
@@ -91,13 +92,15 @@ class DifferenceStatistic(ItemStatistic):
     def estimate(self) -> float:
         return self.first.estimate() - self.second.estimate()
 
-    def jackknife(self, *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
+    def jackknife(
+        self, *, max_cells: int = DEFAULT_MAX_CELLS, groups: np.ndarray | None = None
+    ) -> np.ndarray:
         if _uses_default_jackknife(self.first) and _uses_default_jackknife(self.second):
             # both terms read the same leave-one-out weights: one array per chunk lets two
             # statistics of one fit (agreement.stats.medhelm.fitted) share its work
-            return super().jackknife(max_cells=max_cells)
-        return self.first.jackknife(max_cells=max_cells) - self.second.jackknife(
-            max_cells=max_cells
+            return super().jackknife(max_cells=max_cells, groups=groups)
+        return self.first.jackknife(max_cells=max_cells, groups=groups) - self.second.jackknife(
+            max_cells=max_cells, groups=groups
         )
 
 
@@ -119,6 +122,7 @@ class BootstrapResult:
     standard_error: float
     bias_correction: float  # z0
     acceleration: float  # a
+    jackknife_units: int  # values the acceleration came from: items, or groups of items; 0 without
     seed: int | None
     distribution: np.ndarray = field(repr=False, compare=False)
 
@@ -239,25 +243,27 @@ def _uses_default_jackknife(statistic: ItemStatistic) -> bool:
     return type(statistic).jackknife is ItemStatistic.jackknife
 
 
-def _jackknives(statistics: Sequence[ItemStatistic], *, max_cells: int) -> list[np.ndarray]:
-    """Each statistic's leave-one-item-out values; those using the default jackknife share
-    one weights array per chunk (so a statistic that caches work per weights array, such as
-    the MedHELM columns several statistics read, does it once)."""
+def _jackknives(
+    statistics: Sequence[ItemStatistic], *, max_cells: int, groups: np.ndarray | None
+) -> list[np.ndarray]:
+    """Each statistic's leave-one-item-out (or leave-one-group-out) values; those using the
+    default jackknife share one weights array per chunk (so a statistic that caches work per
+    weights array, such as the MedHELM columns several statistics read, does it once)."""
     shared = [s for s in statistics if _uses_default_jackknife(s)]
     out: dict[int, np.ndarray] = {
-        id(s): s.jackknife(max_cells=max_cells) for s in statistics if s not in shared
+        id(s): s.jackknife(max_cells=max_cells, groups=groups)
+        for s in statistics
+        if s not in shared
     }
     if shared:
         n = statistics[0].n_items
+        units = jackknife_units(n, groups)
         for s in shared:
-            out[id(s)] = np.empty(n)
+            out[id(s)] = np.empty(units)
         step = max(1, max_cells // max(n, 1))
-        for start in range(0, n, step):
-            stop = min(n, start + step)
-            w = np.ones((stop - start, n))
-            w[np.arange(stop - start), np.arange(start, stop)] = 0.0
+        for start, w in jackknife_chunks(n, groups, step):
             for s in shared:
-                out[id(s)][start:stop] = s.from_weights(w)
+                out[id(s)][start : start + w.shape[0]] = s.from_weights(w)
     return [out[id(s)] for s in statistics]
 
 
@@ -303,10 +309,10 @@ def bootstrap_cis(
         enough = np.count_nonzero(weights, axis=1) >= 2
         for s, dist in zip(statistics, dists, strict=True):
             dist[start:stop] = np.where(enough, s.from_weights(weights), np.nan)
-    # the jackknife (every statistic once per item left out, as costly as n resamples) serves
-    # BCa's acceleration only: a percentile interval does without it
+    # the jackknife (every statistic once per item or group left out) serves BCa's
+    # acceleration only: a percentile interval does without it
     jackknives: list[np.ndarray | None] = (
-        list(_jackknives(statistics, max_cells=max_cells))
+        list(_jackknives(statistics, max_cells=max_cells, groups=jackknife_groups(n)))
         if method == "bca"
         else [None] * len(statistics)
     )
@@ -350,6 +356,7 @@ def _result(
         standard_error=float(valid.std(ddof=1)) if valid.size > 1 else float("nan"),
         bias_correction=z0,
         acceleration=acc,
+        jackknife_units=0 if jackknife is None else int(jackknife.size),
         seed=seed,
         distribution=dist,
     )

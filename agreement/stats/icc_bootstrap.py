@@ -11,6 +11,7 @@ from .bootstrap import DEFAULT_MAX_CELLS, BootstrapResult, ItemStatistic, bootst
 from .icc import icc
 from .icc_batch import icc_from_moments, icc_item_moments
 from .icc_forms import FORMS, canonical_form
+from .jackknife import jackknife_units
 
 
 class IccStatistic(ItemStatistic):
@@ -37,10 +38,17 @@ class IccStatistic(ItemStatistic):
     def estimate(self) -> float:
         return icc(self._matrix).get(self.form).icc
 
-    def jackknife(self, *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
-        # The moments are additive over items: leaving item i out subtracts its row.
+    def jackknife(
+        self, *, max_cells: int = DEFAULT_MAX_CELLS, groups: np.ndarray | None = None
+    ) -> np.ndarray:
+        # The moments are additive over items: leaving item i (or a group) out subtracts its
+        # row (or the group's sum of rows).
+        left_out = self._moments
+        if groups is not None:
+            left_out = np.zeros((jackknife_units(self.n_items, groups), self._moments.shape[1]))
+            np.add.at(left_out, groups, self._moments)
         total = self._moments.sum(axis=0)
-        return icc_from_moments(total[None, :] - self._moments, self._k)[:, self._col]
+        return icc_from_moments(total[None, :] - left_out, self._k)[:, self._col]
 
 
 def icc_bootstrap(

@@ -59,8 +59,9 @@ def remembered(
 
 
 #: How many resample chunks a value kept per chunk is kept for (the clinicians' means, their
-#: ranks and fit): every chunk of a cell of 3,000 items (1,000 resamples and its 3,000-row
-#: jackknife: 190 chunks of 1 << 16 cells), so the next machine of the row reads them all.
+#: ranks and fit): every chunk of a cell of up to about 10,000 items (1,000 resamples and a
+#: jackknife of at most 500 rows, jackknife.JACKKNIFE_GROUPS: 72 chunks of 1 << 16 cells at
+#: 3,000 items, 251 at 10,000), so the next machine of the row reads them all.
 #: A chunk has a fixed number of cells, so this bounds the memory at any size (about 40 bytes
 #: a cell: 670 MB per row being computed).
 CHUNKS_KEPT = 256
@@ -68,8 +69,9 @@ CHUNKS_KEPT = 256
 
 _FINGERPRINTS = "fingerprints of arrays"
 #: Arrays whose fingerprints are kept (each kept alive meanwhile: chunks of 1 << 16 cells,
-#: half a MB each).
-FINGERPRINTS_KEPT = 64
+#: half a MB each): a row's resample and jackknife chunks (72 at 3,000 items), which the row
+#: keeps anyway.
+FINGERPRINTS_KEPT = 128
 
 
 def fingerprint(*arrays: np.ndarray) -> bytes:

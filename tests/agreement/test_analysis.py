@@ -411,3 +411,20 @@ def test_every_cell_has_alpha_equal_to_the_package_on_its_z_scores():
     )
     ref = krippendorff.alpha(reliability_data=z, level_of_measurement="ordinal")
     assert got["alpha_ordinal"] == pytest.approx(ref, abs=1e-9)
+
+
+def test_cells_over_more_items_than_jackknife_groups_say_so(monkeypatch):
+    """BCa's acceleration over more than JACKKNIFE_GROUPS items comes from groups of items;
+    the cell's interval method says how many, the smaller rows' keep the plain text."""
+    from agreement.stats import jackknife
+
+    monkeypatch.setattr(jackknife, "JACKKNIFE_GROUPS", 30)
+    table, _ = make_table(n_items=40)
+    comp = analysis.comparison_table(table, n_resamples=60, seed=3, confidence=0.95)
+    grouped = cell(comp, "jury")
+    assert grouped["ci_method"] == (
+        analysis.CI_METHODS["bca"] + " (acceleration from a jackknife over 30 groups of items)"
+    )
+    small_row = comp.cells.loc[(comp.cells["n_items"] < 30) & (comp.cells["column"] == "jury")]
+    assert len(small_row) and (small_row["ci_method"] == analysis.CI_METHODS["bca"]).all()
+    assert "random groups of items" in analysis.BCA_ACCELERATION

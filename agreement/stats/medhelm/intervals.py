@@ -6,7 +6,8 @@ the set of pairs is fixed by the full data; a pair counts in a resample when it 
 distinct shared items drawn and a defined ICC (and, with an estimability rule, an ICC
 inside its bounds: :mod:`agreement.stats.estimability`). All resamples are evaluated at once with
 matrix products over item multiplicities (:mod:`agreement.stats.bootstrap`); BCa uses the
-leave-one-item-out jackknife of the same statistic."""
+leave-one-item-out jackknife of the same statistic (above jackknife.JACKKNIFE_GROUPS items,
+leave-one-group-out)."""
 
 from __future__ import annotations
 

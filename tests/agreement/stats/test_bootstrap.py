@@ -132,7 +132,7 @@ def test_generic_jackknife_and_zero_acceleration_on_symmetric_data() -> None:
 
 
 class _MeanWithoutJackknife(_Mean):
-    def jackknife(self, *, max_cells: int = 0) -> np.ndarray:
+    def jackknife(self, *, max_cells: int = 0, groups: np.ndarray | None = None) -> np.ndarray:
         raise AssertionError("the percentile interval needs no jackknife")
 
 
