@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from agreement.plots.numbers import finite
-from medhelm_site.common.figures import figure_svg, figure_text
+from medhelm_site.common.figures import figure_svg, figure_text, svg_markup
 
 RC = {
     "svg.fonttype": "none",
@@ -254,13 +254,18 @@ DESCRIPTIONS = {
 CSS_PX_PER_INCH = 96
 
 
-def _page_entry(key: str, title: str, fig: Figure | None, note: str) -> dict[str, Any]:
+def _page_entry(
+    key: str, title: str, fig: Figure | None, note: str, svg: str | None = None
+) -> dict[str, Any]:
+    """The page's entry of a figure; ``svg``: its markup where the figure was written already."""
     size = fig.get_size_inches() * CSS_PX_PER_INCH if fig else (None, None)
+    if fig is not None and svg is None:
+        svg = figure_svg(fig, rc=RC)
     return {
         "key": key,
         "title": title,
         "description": DESCRIPTIONS[key],
-        "svg": figure_svg(fig, rc=RC) if fig else None,
+        "svg": svg,
         "note": None if fig else note,
         "width": round(size[0]) if fig else None,
         "height": round(size[1]) if fig else None,
@@ -318,10 +323,16 @@ def drawn_figures(
     files: dict[tuple[str, str], bytes] = {}
     with matplotlib.rc_context(RC):
         for key, title, fig, note in figures(results):
-            page.append(_page_entry(key, title, fig, note))
-            if fig is not None:
-                # laid out by the page's drawing: the files keep that layout instead of
-                # solving it again in a draw of their own (each save drew the figure twice)
-                fig.set_layout_engine("none")
-                files.update({(key, fmt): _written(fig, fmt) for fmt in FIGURE_FORMATS})
+            if fig is None:
+                page.append(_page_entry(key, title, fig, note))
+                continue
+            # the SVG file is the page's markup too (written once, not twice); laid out by its
+            # drawing, the other files keep that layout instead of solving it again in a draw
+            # of their own (each save drew the figure twice)
+            files[(key, "svg")] = _written(fig, "svg")
+            fig.set_layout_engine("none")
+            files.update({(key, fmt): _written(fig, fmt) for fmt in FIGURE_FORMATS if fmt != "svg"})
+            page.append(
+                _page_entry(key, title, fig, note, svg=svg_markup(files[(key, "svg")].decode()))
+            )
     return page, files

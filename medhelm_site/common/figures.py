@@ -44,7 +44,12 @@ def figure_svg(fig: Figure, *, rc: Mapping[str, Any] | None = None) -> str:
     buffer = io.StringIO()
     with matplotlib.rc_context(dict(rc or {})):
         fig.savefig(buffer, format="svg", metadata={"Date": None})
-    return _XML_HEAD.sub("", buffer.getvalue(), count=1)
+    return svg_markup(buffer.getvalue())
+
+
+def svg_markup(svg_file: str) -> str:
+    """An SVG file's text without its XML declaration and DOCTYPE: markup for an HTML body."""
+    return _XML_HEAD.sub("", svg_file, count=1)
 
 
 def wrap_line(text: str, *, width: int, indent: int = 0, continuation_indent: int = 0) -> list[str]:
