@@ -30,7 +30,7 @@ from agreement.analysis.cells import (
     difference_cell,
     machine_cell,
 )
-from agreement.analysis.jury import jury_compositions, single_judge
+from agreement.analysis.jury import jury_compositions, leave_one_out_juries, single_judge
 from agreement.analysis.row_workers import rows_side_by_side
 from agreement.analysis.sensitivity import Sensitivity, headline_sensitivity
 from agreement.analysis.settings import (
@@ -43,7 +43,6 @@ from agreement.analysis.settings import (
 )
 from agreement.stats import MEDHELM_MIN_SHARED_ITEMS
 from agreement.stats.medhelm import BY_DESIGN
-from agreement.stats.shared import shared_work
 
 _KIND_ORDER = {"jury": 0, "judge": 1, "metric": 2}
 _COUNT_COLUMNS = (
@@ -276,19 +275,27 @@ def comparison_table(
             )
             for criterion in criteria
         ]
+        # the leave-one-out juries need nothing of the all-items row: computed beside it, as
+        # large as a criterion's row, before the small rows that fill the end
+        all_items = table.loc[table["item"].isin(subsets[0][2])]
+        leave_one_out = submit(
+            partial(leave_one_out_juries, all_items, weights=judge_weights or {}, s=s)
+        )
         overall += [
             submit(partial(_overall_row, table, g, r, items, machines, s))
             for g, r, items in subsets[1:]
         ]
-        # the jury's compositions and the headline's sensitivity read the all-items row only:
-        # computed here, in this thread, while the workers go on with the other rows
+        # the jury's compositions and the headline's sensitivity read the all-items row: put
+        # together here, in this thread, while the workers go on with the other rows
         cells, diffs = overall[0].result()
         tick(len(cells))
-        all_items = table.loc[table["item"].isin(subsets[0][2])]
-        with shared_work():
-            compositions = jury_compositions(
-                all_items, overall_cells=list(cells), weights=judge_weights or {}, s=s
-            )
+        compositions = jury_compositions(
+            all_items,
+            overall_cells=list(cells),
+            weights=judge_weights or {},
+            s=s,
+            leave_one_out=leave_one_out.result(),
+        )
         sensitivity = headline_sensitivity(all_items, cells=list(cells), differences=list(diffs))
         for future in overall[1:]:
             these, row_diffs = future.result()

@@ -67,17 +67,36 @@ class JuryCompositions:
     summary: dict[str, Any]  # judges, single_judge, compositions (see jury_compositions)
 
 
+def leave_one_out_juries(
+    table: pd.DataFrame, *, weights: Mapping[str, float], s: Settings
+) -> dict[str, dict[str, Any]]:
+    """Each leave-one-out jury's machine cell on all items (left-out judge -> the cell's
+    fields), where the jury has judges enough: they need nothing of Table 2's row, so a report
+    computes them beside it (agreement.analysis.comparison)."""
+    judges = judges_of(table)
+    if jury_rater(table) is None or len(judges) < MIN_JUDGES_FOR_LEAVE_ONE_OUT:
+        return {}
+    out = {}
+    for j in judges:
+        sub = pd.concat([table, jury_without(table, j, weights)], ignore_index=True)
+        out[j] = machine_cell(sub, without_label(j), s)
+    return out
+
+
 def jury_compositions(
     table: pd.DataFrame,
     *,
     overall_cells: list[dict[str, Any]],
     weights: Mapping[str, float],
     s: Settings,
+    leave_one_out: Mapping[str, dict[str, Any]] | None = None,
 ) -> JuryCompositions:
     """The compositions on all items, each with its ICC cell: the jury and each judge from
-    ``overall_cells`` (Table 2's all-items row, not recomputed), each leave-one-out jury
-    computed here. ``summary["compositions"]`` lists them, best ICC first among those with
-    an estimate."""
+    ``overall_cells`` (Table 2's all-items row, not recomputed), each leave-one-out jury from
+    ``leave_one_out`` (:func:`leave_one_out_juries`, computed here if not given).
+    ``summary["compositions"]`` lists them, best ICC first among those with an estimate."""
+    if leave_one_out is None:
+        leave_one_out = leave_one_out_juries(table, weights=weights, s=s)
     judges = judges_of(table)
     jury = jury_rater(table)
     alone = single_judge(table)
@@ -95,7 +114,6 @@ def jury_compositions(
     if jury is not None and len(judges) >= MIN_JUDGES_FOR_LEAVE_ONE_OUT:
         for j in judges:
             rater = without_label(j)
-            sub = pd.concat([table, jury_without(table, j, weights)], ignore_index=True)
             c = cell(
                 section=SECTION,
                 row_group="all",
@@ -105,7 +123,7 @@ def jury_compositions(
                 **{
                     # the fitted machine side names its own statistic (machine_cell)
                     "statistic": overall_cells[0]["statistic"] if overall_cells else None,
-                    **machine_cell(sub, rater, s),
+                    **leave_one_out[j],
                 },
             )
             cells.append(c)

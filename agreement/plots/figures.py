@@ -166,6 +166,10 @@ def forest_figure(
     return fig
 
 
+#: The heatmap's grid is at most this wide and high (inches).
+HEATMAP_MAX_GRID_INCHES = 7.5
+
+
 def heatmap_figure(clinicians: list[str], pairs: list[Mapping[str, Any]]) -> Figure | None:
     """Clinician x clinician ICC on shared items (grey where a pair has none; "n.e." and no
     colour where the estimability rule left the pair out of the mean)."""
@@ -185,10 +189,15 @@ def heatmap_figure(clinicians: list[str], pairs: list[Mapping[str, Any]]) -> Fig
         if not finite(p.get("icc")):
             continue
         grid[a][b] = grid[b][a] = p["icc"]
-    fig = Figure(figsize=(2.6 + 0.45 * size, 1.4 + 0.45 * size), layout="constrained")
+    # a cell of 0.45 in, the grid at most HEATMAP_MAX_GRID_INCHES (labels of 7 pt still fit):
+    # 29 clinicians were a 15 x 14 inch figure, a 20-megapixel PNG at print resolution
+    side = min(0.45 * size, HEATMAP_MAX_GRID_INCHES)
+    fig = Figure(figsize=(2.6 + side, 1.4 + side), layout="constrained")
     ax = fig.add_subplot()
     cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="#eeeeee")
-    im = ax.imshow(grid, vmin=-1, vmax=1, cmap=cmap)
+    # no interpolation: each pair one flat cell, and the SVG and PDF files carry the grid's
+    # size x size pixels for the viewer to scale, not an image resampled to the page's dpi
+    im = ax.imshow(grid, vmin=-1, vmax=1, cmap=cmap, interpolation="none")
     names = [figure_text(c) for c in clinicians]
     ax.set_xticks(range(size), names, rotation=90, fontsize=7)
     ax.set_yticks(range(size), names, fontsize=7)
