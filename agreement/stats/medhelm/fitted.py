@@ -94,6 +94,7 @@ class FittedMachine:
         # depends on the machine; by fingerprint, as a fit is small and its weights are not
         self._clinicians_key = fingerprint(self._x)
         self._data_key = fingerprint(self._x, self._y, self._use)
+        self._use_key = fingerprint(self._use)
         self.n_items = int(self._use.sum())
         # how many of the machine's items a kept clinician rated, on average: what decides
         # how well each clinician's offset is fitted (and whether the interval's coverage
@@ -150,21 +151,20 @@ class FittedMachine:
             lambda: fit_from_weights(self._x, w),
             kept=CHUNKS_KEPT,
         )
-        # the offset-adjusted clinician mean of each item, per resample (B, n)
-        r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]
-        u = w * self._use[None, :]
-        big_n = u.sum(axis=1)
-        comp, n_comp = self._components(w, fit)
+        side = remembered(
+            "fitted_clinician_side",
+            (self._clinicians_key, self._use_key, drawn),
+            operator.eq,
+            lambda: self._clinician_side(w, fit),
+            kept=CHUNKS_KEPT,
+        )
+        u, comp, n_comp, r_c, big_n, inv_n = side
         with np.errstate(divide="ignore", invalid="ignore"):
-            # the offsets are identified within a connected set of clinicians only (a
-            # resample often splits the sparse design): centre r and y within each set
-            r_c = r - _group_means(u, r, comp)
             y_c = self._y[None, :] - _group_means(u, self._y[None, :], comp)
             cov = (u * r_c * y_c).sum(axis=1) / (big_n - n_comp)
             mean_y = (u @ self._y) / big_n
             var_y = (u * (self._y - mean_y[:, None]) ** 2).sum(axis=1) / (big_n - 1)
             total = fit.s2_item + fit.s2_error
-            inv_n = (u @ (1.0 / self._n_safe)) / big_n
             v = (fit.s2_item + fit.s2_error * inv_n) / total
             c = cov / np.sqrt(total * var_y)
             # cov and v come from different estimators, so c^2 > v (a correlation above 1)
@@ -182,6 +182,23 @@ class FittedMachine:
             "difference": machine_icc - clinicians,
         }
         return {k: np.where(ok, val, np.nan) for k, val in out.items()}
+
+    def _clinician_side(self, w: np.ndarray, fit: WeightedFit) -> tuple[np.ndarray, ...]:
+        """What a resample's quantities read of the clinicians alone, the same for every
+        machine scoring the same items (the machines of a report's row): the used weights
+        u, each item's connected set of clinicians and their number, the offset-adjusted
+        clinician means centred within their sets, the used weight and mean 1 / n_i."""
+        # the offset-adjusted clinician mean of each item, per resample (B, n)
+        r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]
+        u = w * self._use[None, :]
+        big_n = u.sum(axis=1)
+        comp, n_comp = self._components(w, fit)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # the offsets are identified within a connected set of clinicians only (a
+            # resample often splits the sparse design): centre r (and y) within each set
+            r_c = r - _group_means(u, r, comp)
+            inv_n = (u @ (1.0 / self._n_safe)) / big_n
+        return u, comp, n_comp, r_c, big_n, inv_n
 
     def _components(self, w: np.ndarray, fit: WeightedFit) -> tuple[np.ndarray, np.ndarray]:
         """Per resample, the connected set of clinicians (linked by an item both rated)
