@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # (tests/conftest.py); 0 runs it in this process alone.
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test install chromium axe latex nginx helm lint bench clean
+.PHONY: demo test test-deps install chromium axe latex nginx helm lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,11 +32,15 @@ install: $(STAMP)
 demo: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} $(BIN)/python manage.py rundemo
 
+# The Debian packages below are installed one apt-get at a time (apt-get holds one lock) but
+# beside the pip installs and npm when make runs in parallel (`make test`, CI): a flock.
+APT := flock /tmp/medhelm-studio-apt.lock sh -c
+
 # Browser tests drive Debian's Chromium (Playwright never downloads a browser here).
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	    $(APT) 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium' >/dev/null; \
 	  else echo "Chromium is missing: install Debian's chromium package for the browser tests." >&2; fi; \
 	fi
 
@@ -52,7 +56,7 @@ axe: $(AXE_JS)
 latex:
 	@if ! command -v pdflatex >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends texlive-latex-base texlive-latex-recommended) >/dev/null; \
+	    $(APT) 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends texlive-latex-base texlive-latex-recommended' >/dev/null; \
 	  else echo "pdflatex is missing: install Debian's texlive-latex-recommended for the LaTeX test." >&2; fi; \
 	fi
 
@@ -61,7 +65,7 @@ latex:
 nginx:
 	@if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light) >/dev/null; \
+	    $(APT) 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light' >/dev/null; \
 	  else echo "nginx is missing: install Debian's nginx-light to test docs/deploy/nginx.conf." >&2; fi; \
 	fi
 
@@ -77,7 +81,13 @@ $(HELM_STAMP):
 
 helm: $(HELM_STAMP)
 
-test: install chromium axe latex nginx helm
+# What the tests need, side by side: the site's pip install (which compiles llama.cpp) and
+# crfm-helm's download while apt-get installs Chromium, LaTeX and nginx (about 4 minutes less
+# than one after the other on a new machine; output kept per target).
+test-deps:
+	$(MAKE) -j 5 --output-sync=target install chromium axe latex nginx helm
+
+test: test-deps
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: install
