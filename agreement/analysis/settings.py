@@ -117,7 +117,8 @@ CI_METHODS = {"bca": "bootstrap over items, BCa", "percentile": "bootstrap over 
 BCA_ACCELERATION = (
     "BCa's acceleration from the leave-one-item-out jackknife, or where a cell has more than "
     f"{JACKKNIFE_GROUPS:,} items from a jackknife leaving out one of {JACKKNIFE_GROUPS:,} random "
-    "groups of items at a time (the same acceleration, computed in time linear in the items)"
+    "groups of items at a time (an estimate of the same acceleration whose cost grows linearly "
+    "with the items; bench/bench_jackknife_groups.py compares the two)"
 )
 
 
