@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from agreement.stats import ItemStatistic
+
 # Shrout & Fleiss (1979), Table 1: six targets rated by four judges.
 SHROUT_FLEISS = np.array(
     [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]],
@@ -124,3 +126,16 @@ def hand_case() -> pd.DataFrame:
 def with_row_attrs(scores: pd.DataFrame, *, category: str = "Cat", benchmark: str = "Bench"):
     """``scores`` with the columns the comparison's rows need (one model, category, benchmark)."""
     return scores.assign(model="model", benchmark=benchmark, category=category)
+
+
+class MeanStatistic(ItemStatistic):
+    """Mean of one value per item; uses the generic (weights 1 - e_i) jackknife."""
+
+    name = "mean"
+
+    def __init__(self, values: np.ndarray) -> None:
+        super().__init__(range(len(values)))
+        self.values = values
+
+    def from_weights(self, weights: np.ndarray) -> np.ndarray:
+        return weights @ self.values / weights.sum(axis=1)

@@ -14,7 +14,6 @@ from scipy import stats
 from agreement.stats import (
     DifferenceStatistic,
     IccStatistic,
-    ItemStatistic,
     bootstrap_ci,
     bootstrap_difference,
     bootstrap_distribution,
@@ -24,7 +23,7 @@ from agreement.stats import (
 )
 from agreement.stats.bootstrap import bca_interval, bca_levels, resample_weights
 
-from .factories import random_matrix
+from .factories import MeanStatistic, random_matrix
 
 
 def _matrix(seed: int = 0, n: int = 40, k: int = 4) -> np.ndarray:
@@ -102,23 +101,10 @@ def test_icc_jackknife_equals_explicit_leave_one_out() -> None:
     np.testing.assert_allclose(jack, explicit, rtol=1e-10)
 
 
-class _Mean(ItemStatistic):
-    """Mean of one value per item; uses the generic (weights 1 - e_i) jackknife."""
-
-    name = "mean"
-
-    def __init__(self, values: np.ndarray) -> None:
-        super().__init__(range(len(values)))
-        self.values = values
-
-    def from_weights(self, weights: np.ndarray) -> np.ndarray:
-        return weights @ self.values / weights.sum(axis=1)
-
-
 def test_generic_jackknife_and_zero_acceleration_on_symmetric_data() -> None:
     half = np.random.default_rng(4).exponential(size=30)
     values = np.concatenate([half, -half])  # symmetric about 0
-    stat = _Mean(values)
+    stat = MeanStatistic(values)
     jack = stat.jackknife(max_cells=7 * 60)  # several chunks
     np.testing.assert_allclose(
         jack, [np.delete(values, i).mean() for i in range(60)], rtol=1e-12, atol=1e-15
@@ -131,7 +117,7 @@ def test_generic_jackknife_and_zero_acceleration_on_symmetric_data() -> None:
     np.testing.assert_allclose(res.bca_ci, np.quantile(res.distribution, levels), rtol=1e-12)
 
 
-class _MeanWithoutJackknife(_Mean):
+class _MeanWithoutJackknife(MeanStatistic):
     def jackknife(self, *, max_cells: int = 0, groups: np.ndarray | None = None) -> np.ndarray:
         raise AssertionError("the percentile interval needs no jackknife")
 
@@ -139,7 +125,7 @@ class _MeanWithoutJackknife(_Mean):
 def test_a_percentile_interval_skips_the_jackknife_and_leaves_bca_undefined() -> None:
     values = np.random.default_rng(5).normal(size=40)
     res = bootstrap_ci(_MeanWithoutJackknife(values), n_resamples=300, method="percentile", seed=2)
-    both = bootstrap_ci(_Mean(values), n_resamples=300, method="bca", seed=2)
+    both = bootstrap_ci(MeanStatistic(values), n_resamples=300, method="bca", seed=2)
     assert (res.ci_low, res.ci_high) == res.percentile_ci == both.percentile_ci
     assert np.isnan(res.bca_ci).all() and np.isnan(res.acceleration)
     assert np.isfinite(both.bca_ci).all()

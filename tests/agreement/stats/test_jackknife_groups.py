@@ -19,26 +19,16 @@ from agreement.stats import jackknife as jackknife_module
 from agreement.stats.bootstrap import bca_interval
 from agreement.stats.jackknife import JACKKNIFE_GROUPS, jackknife_groups
 
-from .factories import random_matrix
-
-
-class _Mean(ItemStatistic):
-    """Mean of one value per item, with the generic (weights) jackknife."""
-
-    name = "mean"
-
-    def __init__(self, values: np.ndarray) -> None:
-        super().__init__(range(len(values)))
-        self.values = values
-
-    def from_weights(self, weights: np.ndarray) -> np.ndarray:
-        return weights @ self.values / weights.sum(axis=1)
+from .factories import MeanStatistic, random_matrix
 
 
 def test_up_to_the_group_count_every_item_is_left_out_alone():
     assert jackknife_groups(JACKKNIFE_GROUPS) is None
     values = np.random.default_rng(1).normal(size=JACKKNIFE_GROUPS)
-    assert bootstrap_ci(_Mean(values), n_resamples=50, seed=1).jackknife_units == JACKKNIFE_GROUPS
+    assert (
+        bootstrap_ci(MeanStatistic(values), n_resamples=50, seed=1).jackknife_units
+        == JACKKNIFE_GROUPS
+    )
 
 
 def test_groups_split_the_items_at_random_into_equal_groups_the_same_each_time():
@@ -69,7 +59,7 @@ def _acceleration(statistic: ItemStatistic, jackknife: np.ndarray) -> float:
 
 def test_the_groups_estimate_the_leave_one_out_acceleration():
     values = np.random.default_rng(3).lognormal(sigma=1.0, size=3000)
-    stat = _Mean(values)
+    stat = MeanStatistic(values)
     exact = _acceleration(stat, stat.jackknife())
     grouped = _acceleration(stat, stat.jackknife(groups=jackknife_groups(3000)))
     assert exact > 0.01  # skewed enough for the comparison to say something
@@ -79,9 +69,9 @@ def test_the_groups_estimate_the_leave_one_out_acceleration():
 def test_a_bootstrap_over_more_items_uses_the_groups(monkeypatch):
     values = np.random.default_rng(4).exponential(size=90)
     monkeypatch.setattr(jackknife_module, "JACKKNIFE_GROUPS", 40)
-    res = bootstrap_ci(_Mean(values), n_resamples=300, seed=5)
+    res = bootstrap_ci(MeanStatistic(values), n_resamples=300, seed=5)
     assert res.jackknife_units == 40
     explicit = [values[jackknife_groups(90) != g].mean() for g in range(40)]
     (lo, hi), _z0, acc = bca_interval(res.distribution, res.estimate, np.array(explicit), 0.95)
     assert (res.ci_low, res.ci_high, res.acceleration) == pytest.approx((lo, hi, acc), rel=1e-12)
-    assert bootstrap_ci(_Mean(values[:40]), n_resamples=300, seed=5).jackknife_units == 40
+    assert bootstrap_ci(MeanStatistic(values[:40]), n_resamples=300, seed=5).jackknife_units == 40
