@@ -92,3 +92,21 @@ def test_leave_one_judge_out_juries_are_weighted_means_of_the_others():
     # The noisiest judge left out gives the best jury of two on this design.
     best_loo = next(e for e in entries if e["kind"] == "leave_one_out")
     assert best_loo["composition"] == "jury without c" and best_loo["judges"] == ["a", "b"]
+
+
+def test_compositions_alone_compute_their_juries_as_the_report_does():
+    """jury_compositions without precomputed leave-one-out cells (as a caller outside the
+    report's row workers uses it) gives the report's compositions."""
+    from agreement.analysis.jury import jury_compositions
+    from agreement.analysis.settings import Settings
+
+    weights = {"a": 2.0, "b": 1.0, "c": 1.0}
+    table = table_with_judges({"a": 0.2, "b": 0.8, "c": 2.5}, weights)
+    comp = analysis.comparison_table(table, judge_weights=weights, **BOOT)
+    overall = comp.cells.loc[comp.cells["section"] == "overall"].to_dict("records")
+    alone = jury_compositions(
+        table, overall_cells=overall, weights=weights, s=Settings(**BOOT, confidence=0.95)
+    )
+    got = pd.DataFrame(alone.cells).set_index("column")["estimate"]
+    expected = comp.cells.loc[comp.cells["section"] == "jury_composition"]
+    assert got.to_dict() == pytest.approx(expected.set_index("column")["estimate"].to_dict())

@@ -243,6 +243,12 @@ def test_the_machines_alphas_alone_are_the_ones_computed_with_its_icc():
         ordinal.ci_high,
         ordinal.acceleration,
     )
+    # each of the others alone too: the ICC without any alpha, the interval alpha without
+    # the ordinal
+    for key in ("icc", "alpha_interval"):
+        one = bootstrap_machine_with_alpha(scores, machine="jury", results=(key,), **boot)
+        assert set(one) == {key}
+        np.testing.assert_array_equal(one[key].distribution, together[key].distribution)
     with pytest.raises(ValueError, match="results must be some of"):
         bootstrap_machine_with_alpha(scores, machine="jury", results=("kappa",), **boot)
 

@@ -203,3 +203,16 @@ def test_cells_of_a_row_draw_their_resamples_once_and_get_the_same_intervals() -
         assert fingerprint(weights) == fingerprint(weights.copy())
     for a, b in zip(alone, shared, strict=True):
         assert (a.ci_low, a.ci_high, a.n_valid) == (b.ci_low, b.ci_high, b.n_valid)
+
+
+def test_fingerprints_stay_right_past_the_arrays_remembered():
+    """Inside shared_work a fingerprint is remembered by the array's identity for the last
+    FINGERPRINTS_KEPT arrays; past them each is still the hash of its own bytes."""
+    from agreement.stats.shared import FINGERPRINTS_KEPT, fingerprint, shared_work
+
+    arrays = [np.full((2, 3), float(i)) for i in range(FINGERPRINTS_KEPT + 5)]
+    outside = [fingerprint(a) for a in arrays]
+    with shared_work():
+        inside = [fingerprint(a) for a in arrays] + [fingerprint(a) for a in arrays]
+    assert inside == outside + outside
+    assert len(set(outside)) == len(arrays)

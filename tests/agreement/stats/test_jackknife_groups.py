@@ -75,3 +75,8 @@ def test_a_bootstrap_over_more_items_uses_the_groups(monkeypatch):
     (lo, hi), _z0, acc = bca_interval(res.distribution, res.estimate, np.array(explicit), 0.95)
     assert (res.ci_low, res.ci_high, res.acceleration) == pytest.approx((lo, hi, acc), rel=1e-12)
     assert bootstrap_ci(MeanStatistic(values[:40]), n_resamples=300, seed=5).jackknife_units == 40
+
+
+def test_an_explicit_group_count_overrides_the_default():
+    assert jackknife_groups(4, max_groups=4) is None
+    assert np.bincount(jackknife_groups(10, max_groups=4)).tolist() == [3, 3, 2, 2]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 import time
 
 import pytest
@@ -145,6 +146,14 @@ def sized(shape: str, size: int) -> str:
     return (shape * (size // len(shape) + 1))[:size]
 
 
+def skip_under_a_line_tracer() -> None:
+    """Under a line tracer (coverage.py's, `make test PYTEST_ARGS='--cov'`) every Python line
+    the renderer runs per marker costs the tracer's call: the hostile text then took 4.7-5.3x
+    the plain one (2 failures of a coverage run), a ratio of the tracer, not of the search."""
+    if sys.gettrace() is not None:
+        pytest.skip("timing ratios under a line tracer measure the tracer")
+
+
 def best_time(text: str, repeat: int = 5) -> float:
     """The least CPU time of a few renderings (CPU time: other processes on the machine
     slow the wall clock, not this)."""
@@ -180,6 +189,7 @@ def test_a_megabyte_of_unmatched_markers_renders_within_4x_of_plain_text(make):
     """The plain text is the same text with each marker a letter: same size, same lines.
     A marker costs one step of a regular expression's search (a few times a plain
     character's share); searching to the end of the line from each made it thousands."""
+    skip_under_a_line_tracer()
     hostile = make(MEGABYTE)
     plain = hostile.replace("*", "x").replace("`", "x")
     assert len(hostile) == len(plain) == MEGABYTE
@@ -192,5 +202,6 @@ def test_four_times_the_paired_markers_take_about_four_times_the_time(make):
     """Linear: a megabyte takes about 4 times what a quarter of it takes, at most 8 (16 if it
     were quadratic). Four times the text, not twice: between 2 and 4 a loaded machine ate the
     margin (3.0x against a limit of 3, in a run measuring coverage beside other work)."""
+    skip_under_a_line_tracer()
     quarter, whole = best_time(make(MEGABYTE // 4)), best_time(make(MEGABYTE))
     assert whole <= 8 * quarter, (whole, quarter)
