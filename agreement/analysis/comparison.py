@@ -277,7 +277,7 @@ def comparison_table(
         ]
         # the leave-one-out juries need nothing of the all-items row: computed beside it, as
         # large as a criterion's row, before the small rows that fill the end
-        all_items = table.loc[table["item"].isin(subsets[0][2])]
+        all_items = table  # the all-items row's subset: every item of the table
         leave_one_out = submit(
             partial(leave_one_out_juries, all_items, weights=judge_weights or {}, s=s)
         )

@@ -111,24 +111,24 @@ def jury_compositions(
             if j in by_column:
                 compositions.append(_entry("judge", f"{j} alone", j, [j], by_column[j]))
     cells: list[dict[str, Any]] = []
-    if jury is not None and len(judges) >= MIN_JUDGES_FOR_LEAVE_ONE_OUT:
-        for j in judges:
-            rater = without_label(j)
-            c = cell(
-                section=SECTION,
-                row_group="all",
-                row=ROW_ALL,
-                column_kind="jury",
-                column=rater,
-                **{
-                    # the fitted machine side names its own statistic (machine_cell)
-                    "statistic": overall_cells[0]["statistic"] if overall_cells else None,
-                    **leave_one_out[j],
-                },
-            )
-            cells.append(c)
-            others = [o for o in judges if o != j]
-            compositions.append(_entry("leave_one_out", rater, rater, others, c))
+    # leave_one_out_juries holds a jury per judge where the jury has judges enough, else none
+    for j, fields in leave_one_out.items():
+        rater = without_label(j)
+        c = cell(
+            section=SECTION,
+            row_group="all",
+            row=ROW_ALL,
+            column_kind="jury",
+            column=rater,
+            **{
+                # the fitted machine side names its own statistic (machine_cell)
+                "statistic": overall_cells[0]["statistic"] if overall_cells else None,
+                **fields,
+            },
+        )
+        cells.append(c)
+        others = [o for o in judges if o != j]
+        compositions.append(_entry("leave_one_out", rater, rater, others, c))
     ranked = sorted(
         compositions,
         key=lambda e: (e["status"] != "ok" or e["estimate"] is None, -(e["estimate"] or 0.0)),

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,17 @@ FITTED_QUANTITIES: dict[str, str] = {
     "clinicians": "two-way ICC(C,2) clinician vs clinician",
     "difference": "ICC(3,2) {machine} vs clinicians minus two-way ICC(C,2) clinicians",
 }
+
+
+class _ClinicianSide(NamedTuple):
+    """Per resample (rows of B), what the fitted quantities read of the clinicians alone."""
+
+    used: np.ndarray  # (B, n) the weights of the items the machine scored
+    sets: np.ndarray  # (B, n) each item's connected set of clinicians
+    n_sets: np.ndarray  # (B,) sets holding a used item
+    centred_means: np.ndarray  # (B, n) offset-adjusted clinician means, centred in their set
+    used_n: np.ndarray  # (B,) total used weight
+    mean_inverse_n: np.ndarray  # (B,) the used items' mean 1 / (clinicians rating it)
 
 
 class FittedMachine:
@@ -158,14 +170,14 @@ class FittedMachine:
             lambda: self._clinician_side(w, fit),
             kept=CHUNKS_KEPT,
         )
-        u, comp, n_comp, r_c, big_n, inv_n = side
+        u, comp = side.used, side.sets
         with np.errstate(divide="ignore", invalid="ignore"):
             y_c = self._y[None, :] - _group_means(u, self._y[None, :], comp)
-            cov = (u * r_c * y_c).sum(axis=1) / (big_n - n_comp)
-            mean_y = (u @ self._y) / big_n
-            var_y = (u * (self._y - mean_y[:, None]) ** 2).sum(axis=1) / (big_n - 1)
+            cov = (u * side.centred_means * y_c).sum(axis=1) / (side.used_n - side.n_sets)
+            mean_y = (u @ self._y) / side.used_n
+            var_y = (u * (self._y - mean_y[:, None]) ** 2).sum(axis=1) / (side.used_n - 1)
             total = fit.s2_item + fit.s2_error
-            v = (fit.s2_item + fit.s2_error * inv_n) / total
+            v = (fit.s2_item + fit.s2_error * side.mean_inverse_n) / total
             c = cov / np.sqrt(total * var_y)
             # cov and v come from different estimators, so c^2 > v (a correlation above 1)
             # can happen near perfect agreement: v is held to c^2, its bound, as a negative
@@ -174,7 +186,7 @@ class FittedMachine:
             machine_icc = 4.0 * c / (v + 1.0 + 2.0 * c)
             alpha = 2.0 * c / (v + 1.0)
             clinicians = fit.s2_item / (fit.s2_item + fit.s2_error / STEP_UP_TO)
-        ok = fit.valid & (big_n - n_comp >= 1) & (var_y > 0) & (total > 0)
+        ok = fit.valid & (side.used_n - side.n_sets >= 1) & (var_y > 0) & (total > 0)
         out = {
             "icc": machine_icc,
             "alpha_interval": alpha,
@@ -183,11 +195,9 @@ class FittedMachine:
         }
         return {k: np.where(ok, val, np.nan) for k, val in out.items()}
 
-    def _clinician_side(self, w: np.ndarray, fit: WeightedFit) -> tuple[np.ndarray, ...]:
+    def _clinician_side(self, w: np.ndarray, fit: WeightedFit) -> _ClinicianSide:
         """What a resample's quantities read of the clinicians alone, the same for every
-        machine scoring the same items (the machines of a report's row): the used weights
-        u, each item's connected set of clinicians and their number, the offset-adjusted
-        clinician means centred within their sets, the used weight and mean 1 / n_i."""
+        machine scoring the same items (the machines of a report's row)."""
         # the offset-adjusted clinician mean of each item, per resample (B, n)
         r = self._item_mean[None, :] - (fit.offsets @ self._rated.T) / self._n_safe[None, :]
         u = w * self._use[None, :]
@@ -198,7 +208,7 @@ class FittedMachine:
             # resample often splits the sparse design): centre r (and y) within each set
             r_c = r - _group_means(u, r, comp)
             inv_n = (u @ (1.0 / self._n_safe)) / big_n
-        return u, comp, n_comp, r_c, big_n, inv_n
+        return _ClinicianSide(u, comp, n_comp, r_c, big_n, inv_n)
 
     def _components(self, w: np.ndarray, fit: WeightedFit) -> tuple[np.ndarray, np.ndarray]:
         """Per resample, the connected set of clinicians (linked by an item both rated)
