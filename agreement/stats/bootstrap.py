@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import operator
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,7 +96,7 @@ class DifferenceStatistic(ItemStatistic):
     def jackknife(
         self, *, max_cells: int = DEFAULT_MAX_CELLS, groups: np.ndarray | None = None
     ) -> np.ndarray:
-        if _uses_default_jackknife(self.first) and _uses_default_jackknife(self.second):
+        if _jackknifes_by_weights(self.first) and _jackknifes_by_weights(self.second):
             # both terms read the same leave-one-out weights: one array per chunk lets two
             # statistics of one fit (agreement.stats.medhelm.fitted) share its work
             return super().jackknife(max_cells=max_cells, groups=groups)
@@ -239,17 +240,23 @@ def bca_interval(
     return (float(lo), float(hi)), z0, acc
 
 
-def _uses_default_jackknife(statistic: ItemStatistic) -> bool:
-    return type(statistic).jackknife is ItemStatistic.jackknife
+def _jackknifes_by_weights(statistic: ItemStatistic) -> bool:
+    """Whether the statistic's jackknife is its values on the jackknife's weights: the default
+    jackknife, or a difference of two such statistics."""
+    own = type(statistic).jackknife
+    if isinstance(statistic, DifferenceStatistic) and own is DifferenceStatistic.jackknife:
+        return _jackknifes_by_weights(statistic.first) and _jackknifes_by_weights(statistic.second)
+    return own is ItemStatistic.jackknife
 
 
 def _jackknives(
     statistics: Sequence[ItemStatistic], *, max_cells: int, groups: np.ndarray | None
 ) -> list[np.ndarray]:
-    """Each statistic's leave-one-item-out (or leave-one-group-out) values; those using the
-    default jackknife share one weights array per chunk (so a statistic that caches work per
-    weights array, such as the MedHELM columns several statistics read, does it once)."""
-    shared = [s for s in statistics if _uses_default_jackknife(s)]
+    """Each statistic's leave-one-item-out (or leave-one-group-out) values; those whose
+    jackknife is their values on the jackknife's weights (the default one, and differences of
+    such) share one weights array per chunk, so what the statistics share per weights array
+    (the clinicians' side of every machine of a row) is computed once per chunk."""
+    shared = [s for s in statistics if _jackknifes_by_weights(s)]
     out: dict[int, np.ndarray] = {
         id(s): s.jackknife(max_cells=max_cells, groups=groups)
         for s in statistics
@@ -320,6 +327,14 @@ def bootstrap_cis(
         _result(s, est, dist, jk, confidence=confidence, method=method, seed=seed_record)
         for s, est, dist, jk in zip(statistics, estimates, dists, jackknives, strict=True)
     ]
+
+
+def bootstrap_named(
+    statistics: Mapping[str, ItemStatistic], **arguments: Any
+) -> dict[str, BootstrapResult]:
+    """:func:`bootstrap_cis` of the statistics of a mapping, its results by the same keys."""
+    results = bootstrap_cis(list(statistics.values()), **arguments)
+    return dict(zip(statistics, results, strict=True))
 
 
 def _result(

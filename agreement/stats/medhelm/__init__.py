@@ -53,6 +53,10 @@ from .intervals import (
     bootstrap_machine_minus_clinicians,
     bootstrap_machine_vs_clinicians,
     bootstrap_machine_with_alpha,
+    clinician_alpha_named,
+    machine_fitted_statistics,
+    machine_minus_clinicians_statistic,
+    machine_with_alpha_statistics,
 )
 from .machine import MachineAgreement, MachineVsClinicianStatistic, machine_vs_clinicians
 from .oneway import ClinicianOneWayStatistic, OneWayClinicianAgreement, clinician_oneway
@@ -103,13 +107,17 @@ __all__ = [
     "bootstrap_machine_vs_clinicians",
     "bootstrap_machine_with_alpha",
     "choose_clinician_form",
+    "clinician_alpha_named",
     "clinician_alpha_twoway",
     "clinician_oneway",
     "clinician_pairwise",
     "clinician_twoway",
     "composite_scores",
+    "machine_fitted_statistics",
     "machine_form",
+    "machine_minus_clinicians_statistic",
     "machine_vs_clinicians",
     "machine_vs_clinicians_fitted",
+    "machine_with_alpha_statistics",
     "zscore_within_rater",
 ]

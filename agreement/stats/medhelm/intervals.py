@@ -17,10 +17,10 @@ import pandas as pd
 from ..bootstrap import (
     DEFAULT_MAX_CELLS,
     BootstrapResult,
+    DifferenceStatistic,
     ItemStatistic,
     bootstrap_ci,
-    bootstrap_cis,
-    bootstrap_difference,
+    bootstrap_named,
 )
 from ..estimability import EstimabilityRule
 from .alpha import ALPHA_LEVELS, clinician_alpha_statistics, machine_alpha_statistics
@@ -127,6 +127,37 @@ def bootstrap_machine_minus_clinicians(
     - TWOWAY: the machine's ICC(3,2) on z-scores minus the two-way ICC(C,2); with
       ``machine_side=MACHINE_FITTED`` both terms from the two-way fit with the clinicians'
       offsets fitted, refitted on every resample (:mod:`.fitted`)."""
+    return bootstrap_ci(
+        machine_minus_clinicians_statistic(
+            scores,
+            machine=machine,
+            clinician_form=clinician_form,
+            machine_side=machine_side,
+            min_shared_items=min_shared_items,
+            restandardize=restandardize,
+            on_degenerate=on_degenerate,
+            rule=rule,
+        ),
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+        max_cells=max_cells,
+    )
+
+
+def machine_minus_clinicians_statistic(
+    scores: pd.DataFrame,
+    *,
+    machine: object,
+    clinician_form: str = PAIRWISE,
+    machine_side: str = MACHINE_ZSCORED,
+    min_shared_items: int = MEDHELM_MIN_SHARED_ITEMS,
+    restandardize: bool = True,
+    on_degenerate: str = "raise",
+    rule: EstimabilityRule | None = None,
+) -> DifferenceStatistic:
+    """The statistic :func:`bootstrap_machine_minus_clinicians` bootstraps (its arguments)."""
     if machine_side not in MACHINE_FORMS:
         raise ValueError(
             f"machine_side must be one of {sorted(MACHINE_FORMS)}, got {machine_side!r}"
@@ -161,15 +192,7 @@ def bootstrap_machine_minus_clinicians(
         raise ValueError(
             f"clinician_form must be one of {sorted(CLINICIAN_FORMS)}, got {clinician_form!r}"
         )
-    return bootstrap_difference(
-        first,
-        second,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        method=method,
-        seed=seed,
-        max_cells=max_cells,
-    )
+    return DifferenceStatistic(first, second)
 
 
 def bootstrap_machine_fitted(
@@ -187,17 +210,22 @@ def bootstrap_machine_fitted(
     offsets fitted (:mod:`.fitted`; keys "icc", "alpha_interval"), on the same item
     resamples, the fit redone on each: what an incomplete design with the two-way clinician
     form gets instead of :func:`bootstrap_machine_with_alpha`."""
-    core = FittedMachine(scores, machine=machine, on_degenerate=on_degenerate)
-    keys = ("icc", "alpha_interval")
-    results = bootstrap_cis(
-        [FittedMachineStatistic(core, key) for key in keys],
+    return bootstrap_named(
+        machine_fitted_statistics(scores, machine=machine, on_degenerate=on_degenerate),
         n_resamples=n_resamples,
         confidence=confidence,
         method=method,
         seed=seed,
         max_cells=max_cells,
     )
-    return dict(zip(keys, results, strict=True))
+
+
+def machine_fitted_statistics(
+    scores: pd.DataFrame, *, machine: object, on_degenerate: str = "raise"
+) -> dict[str, ItemStatistic]:
+    """The statistics :func:`bootstrap_machine_fitted` bootstraps, by key (one fit shared)."""
+    core = FittedMachine(scores, machine=machine, on_degenerate=on_degenerate)
+    return {key: FittedMachineStatistic(core, key) for key in ("icc", "alpha_interval")}
 
 
 #: What :func:`bootstrap_machine_with_alpha` gives, by key.
@@ -222,6 +250,32 @@ def bootstrap_machine_with_alpha(
     the one :func:`bootstrap_machine_vs_clinicians` gives with the same seed. ``results``
     (keys of MACHINE_RESULTS) says which to compute: each is the same whichever others are
     computed with it (one stream of resamples)."""
+    return bootstrap_named(
+        machine_with_alpha_statistics(
+            scores,
+            machine=machine,
+            restandardize=restandardize,
+            on_degenerate=on_degenerate,
+            results=results,
+        ),
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+        max_cells=max_cells,
+    )
+
+
+def machine_with_alpha_statistics(
+    scores: pd.DataFrame,
+    *,
+    machine: object,
+    restandardize: bool = True,
+    on_degenerate: str = "raise",
+    results: tuple[str, ...] = MACHINE_RESULTS,
+) -> dict[str, ItemStatistic]:
+    """The statistics :func:`bootstrap_machine_with_alpha` bootstraps, by key, in
+    MACHINE_RESULTS' order."""
     unknown = set(results) - set(MACHINE_RESULTS)
     if unknown or not results:
         raise ValueError(f"results must be some of {MACHINE_RESULTS}, got {results!r}")
@@ -232,16 +286,7 @@ def bootstrap_machine_with_alpha(
     named: dict[str, ItemStatistic] = {"icc": base}
     if levels:
         named.update({f"alpha_{a.level}": a for a in machine_alpha_statistics(base, levels=levels)})
-    keys = [k for k in MACHINE_RESULTS if k in results]
-    out = bootstrap_cis(
-        [named[k] for k in keys],
-        n_resamples=n_resamples,
-        confidence=confidence,
-        method=method,
-        seed=seed,
-        max_cells=max_cells,
-    )
-    return dict(zip(keys, out, strict=True))
+    return {k: named[k] for k in MACHINE_RESULTS if k in results}
 
 
 def bootstrap_clinician_alpha(
@@ -258,15 +303,21 @@ def bootstrap_clinician_alpha(
     """Interval and ordinal alpha over every clinician's z-composites (keys "alpha_interval",
     "alpha_ordinal"), on the resamples :func:`bootstrap_clinician_pairwise` draws with the
     same seed (same study items, same stream)."""
-    stats = clinician_alpha_statistics(
-        scores, restandardize=restandardize, on_degenerate=on_degenerate
-    )
-    results = bootstrap_cis(
-        stats,
+    return bootstrap_named(
+        clinician_alpha_named(scores, restandardize=restandardize, on_degenerate=on_degenerate),
         n_resamples=n_resamples,
         confidence=confidence,
         method=method,
         seed=seed,
         max_cells=max_cells,
     )
-    return dict(zip((f"alpha_{lv}" for lv in ALPHA_LEVELS), results, strict=True))
+
+
+def clinician_alpha_named(
+    scores: pd.DataFrame, *, restandardize: bool = True, on_degenerate: str = "raise"
+) -> dict[str, ItemStatistic]:
+    """The statistics :func:`bootstrap_clinician_alpha` bootstraps, by key."""
+    stats = clinician_alpha_statistics(
+        scores, restandardize=restandardize, on_degenerate=on_degenerate
+    )
+    return dict(zip((f"alpha_{lv}" for lv in ALPHA_LEVELS), stats, strict=True))
