@@ -7,7 +7,6 @@ from agreement.analysis.cells import (
     CELL_COLUMNS,
     NOT_ESTIMABLE,
     clinician_cell,
-    difference_cell,
     machine_cell,
 )
 from agreement.analysis.comparison import (
@@ -19,6 +18,7 @@ from agreement.analysis.comparison import (
     machine_columns,
     row_subsets,
 )
+from agreement.analysis.difference_cells import difference_cell
 from agreement.analysis.leaderboard import COST_NOTES, Leaderboard, leaderboard
 from agreement.analysis.plot_data import item_scores, plot_data
 from agreement.analysis.sensitivity import (

@@ -23,19 +23,17 @@ from agreement.analysis.settings import (
     Settings,
     ci_method_text,
 )
+from agreement.analysis.steps import CellSteps, run_cells
 from agreement.stats import (
     ALPHA_LEVELS,
     MEDHELM_MIN_SHARED_ITEMS,
     NotEstimableError,
-    bootstrap_clinician_alpha,
-    bootstrap_clinician_pairwise,
-    bootstrap_machine_minus_clinicians,
-    bootstrap_machine_with_alpha,
     clinician_pairwise,
     koo_li_band,
     koo_li_interval_band,
     machine_vs_clinicians,
 )
+from agreement.stats.batch import Bootstraps
 from agreement.stats.medhelm import (
     CLINICIAN_FORMS,
     FITTED_METHOD,
@@ -44,14 +42,17 @@ from agreement.stats.medhelm import (
     MACHINE_RESULTS,
     ONEWAY,
     TWOWAY,
+    ClinicianPairwiseStatistic,
     FormChoice,
-    bootstrap_machine_fitted,
     choose_clinician_form,
+    clinician_alpha_named,
     clinician_alpha_twoway,
     clinician_oneway,
     clinician_twoway,
+    machine_fitted_statistics,
     machine_form,
     machine_vs_clinicians_fitted,
+    machine_with_alpha_statistics,
 )
 
 #: The forms computed from one model fit with a closed-form interval (no resampling): their
@@ -224,7 +225,7 @@ def _form_fields(choice: FormChoice) -> dict[str, Any]:
     }
 
 
-def _fitted_boot(s: Settings) -> dict[str, Any]:
+def fitted_boot(s: Settings) -> dict[str, Any]:
     """The bootstrap arguments of the fitted machine side: the report's, with the interval
     the simulation chose for it (FITTED_METHOD, whatever the report's setting)."""
     return {**s.boot(), "method": FITTED_METHOD}
@@ -234,6 +235,11 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
     """Estimate, interval, counts (or the reason there are none) for one machine: MedHELM's
     ICC(3,2) on z-scores, or where the clinicians get the two-way form on an incomplete
     design the same statistic with their offsets fitted (agreement.stats.medhelm.fitted)."""
+    return run_cells([machine_cell_steps(sub, machine, s)])[0]
+
+
+def machine_cell_steps(sub: pd.DataFrame, machine: str, s: Settings) -> CellSteps[dict[str, Any]]:
+    """:func:`machine_cell` as steps (agreement.analysis.steps)."""
     sub = only_clinicians_and(sub, machine)
     too_few = _too_few_items(sub, machine, s)
     if too_few is not None:
@@ -242,8 +248,9 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
         sub.loc[sub["rater_kind"] == "clinician"], asked=s.clinician_form
     )
     side = machine_form(choice.form, choice.design)
+    fitted = side == MACHINE_FITTED
     try:
-        if side == MACHINE_FITTED:
+        if fitted:
             point = machine_vs_clinicians_fitted(sub, machine=machine, on_degenerate="drop")
         else:
             point = machine_vs_clinicians(sub, machine=machine, on_degenerate="drop")
@@ -252,20 +259,27 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
                 f"fewer than {s.min_items} items left after dropping clinicians with no "
                 f"z-score ({point.n_items})"
             )
-        fitted = side == MACHINE_FITTED
         # With the offsets fitted, the ICC and interval alpha are the fitted ones; ordinal alpha
         # (ranks of the z-scores) has no fitted counterpart and stays MedHELM's, computed alone
-        boots = bootstrap_machine_with_alpha(
-            sub,
-            machine=machine,
-            on_degenerate="drop",
-            results=("alpha_ordinal",) if fitted else MACHINE_RESULTS,
-            **s.boot(),
-        )
-        if fitted:
-            boots |= bootstrap_machine_fitted(
-                sub, machine=machine, on_degenerate="drop", **_fitted_boot(s)
+        asked = [
+            Bootstraps(
+                machine_with_alpha_statistics(
+                    sub,
+                    machine=machine,
+                    on_degenerate="drop",
+                    results=("alpha_ordinal",) if fitted else MACHINE_RESULTS,
+                ),
+                **s.boot(),
             )
+        ]
+        if fitted:
+            asked.append(
+                Bootstraps(
+                    machine_fitted_statistics(sub, machine=machine, on_degenerate="drop"),
+                    **fitted_boot(s),
+                )
+            )
+        boots = yield tuple(asked)
     except ValueError as exc:  # the data allow no estimate
         return insufficient(str(exc))
     fields = {
@@ -277,7 +291,7 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
         "design": choice.design,
         "machine_form": side,
     }
-    if side == MACHINE_FITTED:
+    if fitted:
         fields["statistic"] = MACHINE_FORMS[side]
         fields["ci_method"] = FITTED_CI_METHOD
         fields["ratings_per_clinician"] = point.ratings_per_clinician
@@ -285,6 +299,11 @@ def machine_cell(sub: pd.DataFrame, machine: str, s: Settings) -> dict[str, Any]
 
 
 def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
+    """Clinician-clinician agreement (:func:`clinician_cell_steps`, run alone)."""
+    return run_cells([clinician_cell_steps(sub, s)])[0]
+
+
+def clinician_cell_steps(sub: pd.DataFrame, s: Settings) -> CellSteps[dict[str, Any]]:
     """Clinician-clinician agreement in the form the design decides
     (agreement.stats.medhelm.form_choice): MedHELM's mean pairwise ICC(3,2), or on an
     incomplete design the two-way ICC(C,2) (or the one-way form); with its interval (or the
@@ -305,16 +324,22 @@ def clinician_cell(sub: pd.DataFrame, s: Settings) -> dict[str, Any]:
             **_form_fields(choice),
         }
     if choice.form in MODEL_FORMS:
-        return {**_model_cell(clin, s, choice.form), **_form_fields(choice)}
-    return {**_pairwise_cell(clin, s), **_form_fields(choice)}
+        fields = yield from _model_cell_steps(clin, s, choice.form)
+    else:
+        fields = yield from _pairwise_cell_steps(clin, s)
+    return {**fields, **_form_fields(choice)}
 
 
-def _pairwise_cell(clin: pd.DataFrame, s: Settings) -> dict[str, Any]:
+def _pairwise_cell_steps(clin: pd.DataFrame, s: Settings) -> CellSteps[dict[str, Any]]:
     medhelm = {"min_shared_items": MEDHELM_MIN_SHARED_ITEMS, "on_degenerate": "drop"}
     try:
         point = clinician_pairwise(clin, **medhelm, rule=s.rule)
-        boot = bootstrap_clinician_pairwise(clin, **medhelm, rule=s.rule, **s.boot())
-        alphas = bootstrap_clinician_alpha(clin, on_degenerate="drop", **s.boot())
+        pairwise = ClinicianPairwiseStatistic(clin, **medhelm, rule=s.rule)
+        alphas = yield (
+            Bootstraps({"icc": pairwise}, **s.boot()),
+            Bootstraps(clinician_alpha_named(clin, on_degenerate="drop"), **s.boot()),
+        )
+        boot = alphas["icc"]
     except NotEstimableError as exc:  # every pair left out by the rule
         return {**not_estimable(exc.codes, str(exc)), "n_pairs": 0, "n_pairs_excluded": exc.count}
     except ValueError as exc:  # the data allow no estimate
@@ -332,13 +357,14 @@ def _pairwise_cell(clin: pd.DataFrame, s: Settings) -> dict[str, Any]:
     return ruled(fields, n_shared=None, s=s)
 
 
-def _model_cell(clin: pd.DataFrame, s: Settings, form: str) -> dict[str, Any]:
+def _model_cell_steps(clin: pd.DataFrame, s: Settings, form: str) -> CellSteps[dict[str, Any]]:
     """The two-way ICC(C,2) or one-way ICC(1,2) with its F-type interval; alpha as in every
     cell (item bootstrap)."""
     point_of, ci_method = MODEL_FORMS[form]
     try:
         point = point_of(clin, on_degenerate="drop", confidence=s.confidence)
-        alphas = bootstrap_clinician_alpha(clin, on_degenerate="drop", **s.boot())
+        alpha_statistics = clinician_alpha_named(clin, on_degenerate="drop")
+        alphas = yield (Bootstraps(alpha_statistics, **s.boot()),)
         two_way_alpha = (
             clinician_alpha_twoway(clin, on_degenerate="drop", confidence=s.confidence)
             if form == TWOWAY and clinician_design(clin) == "incomplete"
@@ -370,45 +396,3 @@ def _model_cell(clin: pd.DataFrame, s: Settings, form: str) -> dict[str, Any]:
         "dropped_raters": ", ".join(map(str, point.dropped_raters)) or None,
     }
     return ruled(fields, n_shared=None, s=s)
-
-
-def difference_cell(
-    sub: pd.DataFrame, machine: str, s: Settings, *, clinician_form: str | None = None
-) -> dict[str, Any]:
-    """(machine ICC) - (clinician-clinician ICC) on the same item resamples, the second term
-    in the clinician cell's form: the pair mean with the pairs the rule leaves out left out
-    (see clinician_cell), or the two-way ICC(C,2) / one-way ICC(1,2)."""
-    choice = choose_clinician_form(
-        sub.loc[sub["rater_kind"] == "clinician"], asked=s.clinician_form
-    )
-    form = clinician_form or choice.form
-    side = machine_form(form, choice.design)
-    try:
-        boot = bootstrap_machine_minus_clinicians(
-            only_clinicians_and(sub, machine),
-            machine=machine,
-            clinician_form=form,
-            machine_side=side,
-            min_shared_items=MEDHELM_MIN_SHARED_ITEMS,
-            on_degenerate="drop",
-            rule=s.rule,
-            **(_fitted_boot(s) if side == MACHINE_FITTED else s.boot()),
-        )
-    except ValueError as exc:  # the data allow no estimate
-        return {"status": "insufficient", "reason": str(exc), "clinician_form": form}
-    return {**_difference_fields(boot, choice.design, form, s), "machine_form": side}
-
-
-def _difference_fields(boot: Any, design: str, form: str, s: Settings) -> dict[str, Any]:
-    fields = result_fields(boot, s)
-    return {
-        "estimate": boot.estimate,
-        "ci_low": fields["ci_low"],
-        "ci_high": fields["ci_high"],
-        "n_items": boot.n_items,
-        "n_valid_resamples": boot.n_valid,
-        "status": "ok",
-        "reason": fields["reason"],
-        "design": design,
-        "clinician_form": form,
-    }

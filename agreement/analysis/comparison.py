@@ -26,10 +26,10 @@ import pandas as pd
 from agreement.analysis.cells import (
     CELL_COLUMNS,
     cell,
-    clinician_cell,
-    difference_cell,
-    machine_cell,
+    clinician_cell_steps,
+    machine_cell_steps,
 )
+from agreement.analysis.difference_cells import difference_steps
 from agreement.analysis.jury import jury_compositions, leave_one_out_juries, single_judge
 from agreement.analysis.row_workers import rows_side_by_side
 from agreement.analysis.sensitivity import Sensitivity, headline_sensitivity
@@ -41,8 +41,9 @@ from agreement.analysis.settings import (
     ROW_ALL,
     Settings,
 )
+from agreement.analysis.steps import run_cells
 from agreement.stats import MEDHELM_MIN_SHARED_ITEMS
-from agreement.stats.medhelm import BY_DESIGN
+from agreement.stats.medhelm import BY_DESIGN, choose_clinician_form
 
 _KIND_ORDER = {"jury": 0, "judge": 1, "metric": 2}
 _COUNT_COLUMNS = (
@@ -120,38 +121,66 @@ def row_cells(
     sub: pd.DataFrame, *, section: str, group: str, row: str, machines: list, s: Settings
 ) -> list[dict[str, Any]]:
     """Every machine's cell of one row, then the clinician-clinician cell."""
+    return _row(sub, section=section, group=group, row=row, machines=machines, s=s)[0]
+
+
+def _row(
+    sub: pd.DataFrame,
+    *,
+    section: str,
+    group: str,
+    row: str,
+    machines: list,
+    s: Settings,
+    differences: tuple[tuple[str, str], ...] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The row's cells (:func:`row_cells`) and the differences of the ``differences`` machines
+    (:func:`_difference_row`), every bootstrap of the row in one pass over its resamples
+    (agreement.analysis.steps). A difference is computed beside the cells and kept only
+    where both its cells have an estimate: waiting for them would take a second pass."""
     where = {"section": section, "row_group": group, "row": row}
-    out = [
-        cell(
-            **where,
-            column_kind=kind,
-            column=rater,
-            **{"statistic": MACHINE_FORM, **machine_cell(sub, rater, s)},
-        )
-        for kind, rater in machines
+    # the clinician cell's form (clinician_cell_steps decides it alike)
+    form = choose_clinician_form(
+        sub.loc[sub["rater_kind"] == "clinician"], asked=s.clinician_form
+    ).form
+    done = run_cells(
+        [
+            *(machine_cell_steps(sub, rater, s) for _, rater in machines),
+            clinician_cell_steps(sub, s),
+            *(difference_steps(sub, rater, s, clinician_form=form) for _, rater in differences),
+        ]
+    )
+    cells = [
+        cell(**where, column_kind=kind, column=rater, **{"statistic": MACHINE_FORM, **fields})
+        for (kind, rater), fields in zip(machines, done[: len(machines)], strict=True)
     ]
-    out.append(
+    cells.append(
         cell(
             **where,
             column_kind="clinician",
             column=CLINICIAN_COLUMN,
-            **{"statistic": PAIRWISE_FORM, **clinician_cell(sub, s)},
+            **{"statistic": PAIRWISE_FORM, **done[len(machines)]},
         )
     )
-    return out
+    by_column = {c["column"]: c for c in cells}
+    diffs = [
+        _difference_row(group=group, row=row, machine=m, cells=by_column, computed=computed)
+        for m, computed in zip(differences, done[len(machines) + 1 :], strict=True)
+    ]
+    return cells, diffs
 
 
 def _difference_row(
-    sub: pd.DataFrame,
     *,
     group: str,
     row: str,
     machine: tuple[str, str],
     cells: dict[str, dict[str, Any]],
-    s: Settings,
+    computed: dict[str, Any],
 ) -> dict[str, Any]:
-    """One machine minus clinician-clinician, or why not: a term with no estimate makes it
-    insufficient, a term that is not estimable makes it not estimable (naming the term)."""
+    """One machine minus clinician-clinician (``computed``, agreement.analysis.difference_cells),
+    or why not: a term with no estimate makes it insufficient, a term that is not estimable
+    makes it not estimable (naming the term)."""
     kind, rater = machine
     m_cell, c_cell = cells[rater], cells[CLINICIAN_COLUMN]
     bad = [c for c in (m_cell, c_cell) if c["status"] != "ok"]
@@ -168,7 +197,7 @@ def _difference_row(
             "rule_codes": ",".join(c["rule_codes"] for c in ruled_out) or None,
         }
     else:
-        result = difference_cell(sub, rater, s, clinician_form=c_cell.get("clinician_form"))
+        result = computed
     return {
         **dict.fromkeys(DIFFERENCE_COLUMNS),
         "row_group": group,
@@ -188,13 +217,16 @@ def _overall_row(
     """One row of Table 2 and its differences: the jury on every row, every machine on all
     items."""
     sub = table.loc[table["item"].isin(items)]
-    these = row_cells(sub, section="overall", group=group, row=row, machines=machines, s=s)
-    by_column = {c["column"]: c for c in these}
     targets = machines if group == "all" else [m for m in machines if m[0] == "jury"]
-    diffs = [
-        _difference_row(sub, group=group, row=row, machine=m, cells=by_column, s=s) for m in targets
-    ]
-    return these, diffs
+    return _row(
+        sub,
+        section="overall",
+        group=group,
+        row=row,
+        machines=machines,
+        s=s,
+        differences=tuple(targets),
+    )
 
 
 def _counts_as_int(frame: pd.DataFrame) -> pd.DataFrame:
@@ -218,7 +250,7 @@ def comparison_table(
     judge_weights: Mapping[str, float] | None = None,
     progress: Callable[[int, int], None] | None = None,
     clinician_form: str = BY_DESIGN,
-    workers: int | None = None,
+    workers: int | None = 1,
 ) -> Comparison:
     """MedHELM Table 2 on every row subset, per criterion, and the differences (see the
     module docstring). ``min_shared_items`` and ``max_ci_width`` are the estimability rule's
@@ -229,8 +261,9 @@ def comparison_table(
     bootstrap of ``n_resamples``). ``clinician_form`` is the clinician-clinician form: the
     one each cell's design decides (agreement.stats.medhelm.form_choice), or one form in every
     cell (MedHELM's pair mean everywhere reproduces the published method as it is).
-    ``workers``: rows computed at once (:func:`agreement.analysis.row_workers.row_workers`;
-    the numbers do not depend on it)."""
+    ``workers``: rows computed at once, each in a process of its own
+    (:func:`agreement.analysis.row_workers.row_workers`: None or 0, one per core; the default,
+    1, computes every row in the caller's process; the numbers do not depend on it)."""
     s = Settings(
         n_resamples=n_resamples,
         seed=seed,
@@ -286,7 +319,7 @@ def comparison_table(
             for g, r, items in subsets[1:]
         ]
         # the jury's compositions and the headline's sensitivity read the all-items row: put
-        # together here, in this thread, while the workers go on with the other rows
+        # together here, in this process, while the workers go on with the other rows
         cells, diffs = overall[0].result()
         tick(len(cells))
         compositions = jury_compositions(

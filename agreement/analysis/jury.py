@@ -16,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from agreement.analysis.cells import cell, machine_cell
+from agreement.analysis.cells import cell, machine_cell_steps
 from agreement.analysis.settings import ROW_ALL, Settings
+from agreement.analysis.steps import run_cells
 
 SECTION = "jury_composition"
 #: Fewest judges for which leaving one out gives a jury that is not a single judge.
@@ -76,11 +77,16 @@ def leave_one_out_juries(
     judges = judges_of(table)
     if jury_rater(table) is None or len(judges) < MIN_JUDGES_FOR_LEAVE_ONE_OUT:
         return {}
-    out = {}
-    for j in judges:
-        sub = pd.concat([table, jury_without(table, j, weights)], ignore_index=True)
-        out[j] = machine_cell(sub, without_label(j), s)
-    return out
+    # one pass over the resamples for every jury: they share the clinicians' side
+    steps = [
+        machine_cell_steps(
+            pd.concat([table, jury_without(table, j, weights)], ignore_index=True),
+            without_label(j),
+            s,
+        )
+        for j in judges
+    ]
+    return dict(zip(judges, run_cells(steps), strict=True))
 
 
 def jury_compositions(

@@ -59,12 +59,12 @@ def remembered(
 
 
 #: How many resample chunks a value kept per chunk is kept for (the clinicians' means, their
-#: ranks and fit): every chunk of a cell of up to about 10,000 items (1,000 resamples and a
-#: jackknife of at most 500 rows, jackknife.JACKKNIFE_GROUPS: 72 chunks of 1 << 16 cells at
-#: 3,000 items, 251 at 10,000), so the next machine of the row reads them all.
-#: A chunk has a fixed number of cells, so this bounds the memory at any size (about 40 bytes
-#: a cell: 670 MB per row being computed).
-CHUNKS_KEPT = 256
+#: ranks and fit). A report's row evaluates all its statistics chunk by chunk in one pass
+#: (agreement.stats.batch), so a chunk's values are read again only within that chunk: a few
+#: suffice at any size. (When each machine made its own pass, every chunk of a cell had to be
+#: kept for the next machine, 256 of them, about 670 MB per row; at 30,000 items even those
+#: were too few, bench/README.md, issue 32.)
+CHUNKS_KEPT = 4
 
 
 _FINGERPRINTS = "fingerprints of arrays"

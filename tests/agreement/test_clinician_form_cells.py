@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agreement.analysis.cells import clinician_cell, difference_cell
+from agreement.analysis.cells import clinician_cell
+from agreement.analysis.difference_cells import difference_cell
 from agreement.analysis.settings import Settings
 from agreement.renderings.table2 import form_note, table2
 from agreement.stats import bootstrap_clinician_pairwise, clinician_pairwise
