@@ -40,13 +40,13 @@ if _XDIST_WORKER and os.environ.get("MEDHELM_TEST_PROCESS") != _XDIST_WORKER:
 # alone, 136 s in a two-process run). Set before those libraries load, and in the environment,
 # so that the servers and workers the tests start inherit it.
 if _XDIST_WORKER:
-    # a report's rows one after another too (agreement.analysis.row_workers): the other
-    # test process has the other core
+    # a report's rows and figure files in the test's own process too (agreement.processes):
+    # the other test process has the other core
     for _pool in (
         "OMP_NUM_THREADS",
         "OPENBLAS_NUM_THREADS",
         "MKL_NUM_THREADS",
-        "AGREEMENT_REPORT_THREADS",
+        "AGREEMENT_REPORT_PROCESSES",
     ):
         os.environ.setdefault(_pool, "1")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import matplotlib
@@ -316,18 +316,23 @@ def _written(fig: Figure, fmt: str) -> bytes:
     return buffer.getvalue()
 
 
-def figure_files(results: Mapping[str, Any]) -> dict[tuple[str, str], bytes]:
-    """Every figure of a report in every file format, keyed by (figure key, format): the
-    figures are drawn once and each written out three times."""
-    return drawn_figures(results)[1]
+def figure_files(
+    results: Mapping[str, Any], formats: Collection[str] = tuple(FIGURE_FORMATS)
+) -> dict[tuple[str, str], bytes]:
+    """Every figure of a report in each of ``formats`` (default: every file format), keyed by
+    (figure key, format): the figures are drawn once and each written out once per format."""
+    return drawn_figures(results, formats)[1]
 
 
 def drawn_figures(
-    results: Mapping[str, Any],
+    results: Mapping[str, Any], formats: Collection[str] = tuple(FIGURE_FORMATS)
 ) -> tuple[list[dict[str, Any]], dict[tuple[str, str], bytes]]:
     """What :func:`svg_figures` and :func:`figure_files` give, from one drawing of each
     figure: the report job stores both (agreement.services.renderings), and drawing is most
-    of the cost of a figure."""
+    of the cost of a figure. The page's entries carry the SVG whatever ``formats`` says."""
+    unknown = set(formats) - set(FIGURE_FORMATS)
+    if unknown:
+        raise ValueError(f"figure formats are {sorted(FIGURE_FORMATS)}, got {sorted(unknown)}")
     page: list[dict[str, Any]] = []
     files: dict[tuple[str, str], bytes] = {}
     with matplotlib.rc_context(RC):
@@ -338,10 +343,13 @@ def drawn_figures(
             # the SVG file is the page's markup too (written once, not twice); laid out by its
             # drawing, the other files keep that layout instead of solving it again in a draw
             # of their own (each save drew the figure twice)
-            files[(key, "svg")] = _written(fig, "svg")
+            svg = _written(fig, "svg")
             fig.set_layout_engine("none")
-            files.update({(key, fmt): _written(fig, fmt) for fmt in FIGURE_FORMATS if fmt != "svg"})
-            page.append(
-                _page_entry(key, title, fig, note, svg=svg_markup(files[(key, "svg")].decode()))
+            written = {"svg": svg} | {
+                fmt: _written(fig, fmt) for fmt in FIGURE_FORMATS if fmt != "svg" and fmt in formats
+            }
+            files.update(
+                {(key, fmt): content for fmt, content in written.items() if fmt in formats}
             )
+            page.append(_page_entry(key, title, fig, note, svg=svg_markup(svg.decode())))
     return page, files

@@ -168,7 +168,7 @@ def _results(
         clinician_form=s.clinician_form,
         judge_weights=data.judge_weights,
         progress=lambda done, total: progress(STAGE_CELLS, done, total),
-        workers=settings.AGREEMENT_REPORT_THREADS,
+        workers=settings.AGREEMENT_REPORT_PROCESSES,
     )
     progress(STAGE_SUMMARIES, len(comparison.cells), len(comparison.cells))
     board = analysis.leaderboard(table, data.calls)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from agreement.errors import AgreementError
 from agreement.models import ReportJob, ReportSnapshot
+from agreement.processes import start_fork_server
 from agreement.services.parameters import DEFAULT_PARAMETERS, normalise_parameters
 from agreement.services.renderings import store_renderings
 from agreement.services.snapshots import create_snapshot
@@ -169,6 +170,9 @@ def run_report_job(job_id: int) -> ReportJob:
     if not claimed:
         return job
     progress = _ProgressWriter(job)
+    # the processes the rows and figure files will be computed in start loading their imports
+    # while the scores are read
+    start_fork_server(settings.AGREEMENT_REPORT_PROCESSES)
     try:
         snapshot = create_snapshot(
             study=job.study,

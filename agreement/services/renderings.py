@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from agreement import plots
 from agreement.models import ReportRendering, ReportSnapshot
+from agreement.processes import process_count, processes
 from agreement.services.exports import (
     export_csv,
     export_json,
@@ -37,11 +40,18 @@ class Rendering:
     produce: Callable[[ReportSnapshot], bytes]
 
 
-def _figures(snapshot: ReportSnapshot) -> bytes:
-    # One drawing of each figure gives the page's SVGs and the figure files (SVG, PDF, PNG),
-    # which are stored here too: the PDF and the downloads read them without drawing again.
-    page, files = plots.drawn_figures(snapshot.results)
-    _store_files(snapshot, page, files)
+#: The figure files the page and the report's PDF read (stored with the page's figures); the
+#: others are for downloads, drawn beside them by the report job (store_renderings).
+PAGE_FORMATS = ("svg",)
+DOWNLOAD_FORMATS = tuple(fmt for fmt in plots.FIGURE_FORMATS if fmt not in PAGE_FORMATS)
+
+
+def _figures(snapshot: ReportSnapshot, formats: Collection[str] = PAGE_FORMATS) -> bytes:
+    # One drawing of each figure gives the page's SVGs and the figure files in ``formats``,
+    # stored here too: the PDF reads the SVGs without drawing again. The download formats
+    # follow on first use (_store_figure_files) where a report job has not stored them.
+    page, files = plots.drawn_figures(snapshot.results, formats)
+    _store_files(snapshot, page, files, formats=formats)
     return json.dumps(page).encode()
 
 
@@ -94,10 +104,21 @@ DOWNLOADS = {r.extension: r.kind for r in RENDERINGS.values() if r.extension}
 
 def store_renderings(snapshot: ReportSnapshot) -> None:
     """Produce and store every rendering of ``snapshot`` not stored yet, the figure files
-    (each figure as SVG, PDF and PNG) included."""
-    for kind in RENDERINGS:
-        rendering_of(snapshot, kind)
-    _store_figure_files(snapshot)
+    (each figure as SVG, PDF and PNG) included. The figures' PDF and PNG files are drawn in
+    another process (agreement.processes) while this one draws the page's figures and typesets
+    the report's PDF: neither waits for the other (bench/README.md, issue 32)."""
+    n = process_count(settings.AGREEMENT_REPORT_PROCESSES)
+    with processes(n) as submit:
+        if n > 1:
+            downloads = submit(partial(plots.figure_files, snapshot.results, DOWNLOAD_FORMATS))
+            formats = PAGE_FORMATS
+        else:  # one process: one drawing of each figure gives every file
+            downloads, formats = None, tuple(plots.FIGURE_FORMATS)
+        for kind in RENDERINGS:
+            figures = partial(_figures, formats=formats) if kind == "figures" else None
+            rendering_of(snapshot, kind, produce=figures)
+        drawn = downloads.result() if downloads is not None else None
+    _store_figure_files(snapshot, drawn)
 
 
 def _stored(snapshot: ReportSnapshot, kind: str) -> bytes | None:
@@ -122,14 +143,20 @@ def _store(snapshot: ReportSnapshot, kind: str, content_type: str, content: byte
             raise
 
 
-def rendering_of(snapshot: ReportSnapshot, kind: str) -> tuple[bytes, str]:
-    """(content, content type) of one rendering: the stored one, or produced and stored now.
-    Raises KeyError for a kind the registry does not name."""
+def rendering_of(
+    snapshot: ReportSnapshot,
+    kind: str,
+    *,
+    produce: Callable[[ReportSnapshot], bytes] | None = None,
+) -> tuple[bytes, str]:
+    """(content, content type) of one rendering: the stored one, or produced (by the
+    registry's function, or ``produce``) and stored now. Raises KeyError for a kind the
+    registry does not name."""
     spec = RENDERINGS[kind]
     stored = _stored(snapshot, kind)
     if stored is not None:
         return stored, spec.content_type
-    content = spec.produce(snapshot)
+    content = (produce or spec.produce)(snapshot)
     _store(snapshot, kind, spec.content_type, content)
     return content, spec.content_type
 
@@ -139,7 +166,12 @@ def rendering_of(snapshot: ReportSnapshot, kind: str) -> tuple[bytes, str]:
 FIGURE_KIND = "figure:{key}.{fmt}"
 
 
-def _store_figure_files(snapshot: ReportSnapshot) -> None:
+def _store_figure_files(
+    snapshot: ReportSnapshot, drawn: dict[tuple[str, str], bytes] | None = None
+) -> None:
+    """Store every figure file of the snapshot not stored yet: from ``drawn`` (the download
+    formats' files, by (key, format), drawn already) where only those are missing, else drawn
+    now."""
     page = page_figures(snapshot)
     kinds = {
         FIGURE_KIND.format(key=f["key"], fmt=fmt) for f in page for fmt in plots.FIGURE_FORMATS
@@ -151,7 +183,10 @@ def _store_figure_files(snapshot: ReportSnapshot) -> None:
     )
     if have >= kinds:
         return
-    _store_files(snapshot, page, plots.figure_files(snapshot.results), have)
+    missing_formats = {kind.rpartition(".")[2] for kind in kinds - have}
+    if drawn is None or not missing_formats <= set(DOWNLOAD_FORMATS):
+        drawn = plots.figure_files(snapshot.results)
+    _store_files(snapshot, page, drawn, have)
 
 
 def _store_files(
@@ -159,11 +194,14 @@ def _store_files(
     page: list[dict[str, Any]],
     files: dict[tuple[str, str], bytes],
     have: Collection[str] = (),
+    formats: Collection[str] = tuple(plots.FIGURE_FORMATS),
 ) -> None:
-    """Store each figure file of the page's figures not in ``have`` (an empty file where the
-    report has no data for the figure)."""
+    """Store each figure file of the page's figures in ``formats`` not in ``have`` (an empty
+    file where the report has no data for the figure)."""
     for figure in page:
         for fmt, (media_type, _options) in plots.FIGURE_FORMATS.items():
+            if fmt not in formats:
+                continue
             kind = FIGURE_KIND.format(key=figure["key"], fmt=fmt)
             if kind not in have:
                 _store(snapshot, kind, media_type, files.get((figure["key"], fmt), b""))

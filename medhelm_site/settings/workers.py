@@ -82,9 +82,12 @@ JURY_ALLOWED_HOSTS = env_list(
 AGREEMENT_REPORT_STALE_SECONDS = env_positive_int("AGREEMENT_REPORT_STALE_SECONDS", 600)
 # The pages and the API queue reports for a Celery worker; off, they compute in the request.
 AGREEMENT_REPORTS_IN_BACKGROUND = env_bool("AGREEMENT_REPORTS_IN_BACKGROUND", True)
-# How many rows of a report's tables are computed at once, as threads of the task that computes
-# it (agreement.analysis.row_workers); 0 (unset): one per core the process may use, at most 4.
-AGREEMENT_REPORT_THREADS = env_positive_int("AGREEMENT_REPORT_THREADS", 0)
+# How many processes compute a report's rows and draw its figure files at once beside the task
+# that computes it (agreement.processes); 0 (unset): one per core the process may use, at most
+# 4; 1: everything in the task's own process. AGREEMENT_REPORT_THREADS is its former name.
+AGREEMENT_REPORT_PROCESSES = env_positive_int(
+    "AGREEMENT_REPORT_PROCESSES", env_positive_int("AGREEMENT_REPORT_THREADS", 0)
+)
 
 # Composition of the apps, by task name (medhelm_site.common.task_names), so that no app
 # imports one further up the chain (delphi <- annotation <- jury <- agreement):

@@ -3,11 +3,14 @@ of one row after another, in the same order, and a row's error reaches the calle
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import pytest
 
 from agreement import analysis
 from agreement.analysis import row_workers
+from agreement.processes import MAX_PROCESSES
 from tests.support.report_cells import JUDGE_WEIGHTS, table_of
 
 
@@ -36,10 +39,10 @@ def test_rows_side_by_side_give_the_numbers_of_rows_one_after_another() -> None:
 
 
 def test_a_rows_error_is_raised_in_the_caller() -> None:
-    def broken() -> None:
-        raise ValueError("row bench-03: no items")
-
+    broken = partial(int, "row bench-03")  # a task whose error is a ValueError naming the row
     with row_workers.rows_side_by_side(2) as submit, pytest.raises(ValueError, match="bench-03"):
+        submit(broken).result()
+    with row_workers.rows_side_by_side(1) as submit, pytest.raises(ValueError, match="bench-03"):
         submit(broken).result()
 
 
@@ -47,4 +50,4 @@ def test_the_number_of_workers_is_the_asked_one_or_the_cores() -> None:
     assert row_workers.row_workers(1) == 1
     assert row_workers.row_workers(3) == 3
     for unset in (None, 0):
-        assert 1 <= row_workers.row_workers(unset) <= row_workers.MAX_ROW_WORKERS
+        assert 1 <= row_workers.row_workers(unset) <= MAX_PROCESSES

@@ -43,6 +43,9 @@ def test_a_researcher_computes_a_report_in_the_background_and_opens_it(
         result_backend=settings.CELERY_RESULT_BACKEND,
         log_path=tmp_path / "worker.log",
         queues=["celery"],
+        # the rows and figure files in processes of the worker's own, as a production worker
+        # computes them (the tests' default is one process: agreement.processes)
+        extra_env={"AGREEMENT_REPORT_PROCESSES": "2"},
     ):
         # the page updates in place (no reload) while the worker computes, then opens the report
         expect(status).to_have_text("Running", timeout=120_000)
@@ -61,6 +64,9 @@ def test_a_researcher_computes_a_report_in_the_background_and_opens_it(
         "json",
         "pdf",
         "figures",
+        "figure:scatter.svg",
+        "figure:scatter.pdf",
+        "figure:scatter.png",
     }
     # the stored page draws its figures from the figure files the job stored
     image = page.get_by_test_id("plot-image-scatter")

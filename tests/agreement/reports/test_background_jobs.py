@@ -172,13 +172,14 @@ def test_a_snapshot_without_stored_renderings_gets_them_on_first_use(built, clie
     pdf = client.get(f"/studies/{built.study.pk}/agreement/{snapshot.pk}/report.pdf")
     assert pdf.content.startswith(b"%PDF")
     kinds = set(ReportRendering.objects.filter(snapshot=snapshot).values_list("kind", flat=True))
-    # the PDF read its figures from their files, so those were stored too
-    figure_files = {
-        f"figure:{key}.{fmt}"
-        for key in ("scatter", "bland_altman", "forest", "heatmap")
-        for fmt in plots.FIGURE_FORMATS
-    }
-    assert kinds == {"figures", "page", "pdf"} | figure_files
+    # the PDF read its figures from their SVG files, so those were stored too
+    keys = ("scatter", "bland_altman", "forest", "heatmap")
+    assert kinds == {"figures", "page", "pdf"} | {f"figure:{key}.svg" for key in keys}
+    # a download format is drawn and stored on its first download, with the others
+    png = client.get(f"/studies/{built.study.pk}/agreement/{snapshot.pk}/figures/heatmap.png")
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    kinds = set(ReportRendering.objects.filter(snapshot=snapshot).values_list("kind", flat=True))
+    assert kinds >= {f"figure:{key}.{fmt}" for key in keys for fmt in plots.FIGURE_FORMATS}
 
 
 def test_a_job_that_cannot_be_computed_fails_with_the_reason(built, monkeypatch):
@@ -269,3 +270,24 @@ def test_the_api_answers_202_with_a_status_url_that_follows_the_job(built, api_a
     state = api.get(url).json()
     assert state["status"] == "finished" and state["percent"] == 100
     assert api.get(state["report_url"]).json()["id"] == state["snapshot"]
+
+
+def test_a_job_in_several_processes_stores_what_one_process_stores(built, finished, settings):
+    """The rows' cells and the figures' download files computed in other processes
+    (agreement.processes) are those of one process, byte for byte."""
+    settings.AGREEMENT_REPORT_PROCESSES = 2
+    job = services.request_report(
+        study=built.study, actor=built.members.researcher, parameters=PARAMS, background=True
+    )
+    job = services.run_report_job(job.pk)
+    assert job.status == ReportJob.Status.FINISHED, job.error
+    one, several = finished.job.snapshot, job.snapshot
+    assert several.results["cells"] == one.results["cells"]
+    assert several.results["differences"] == one.results["differences"]
+
+    def files(snapshot) -> dict[str, bytes]:
+        stored = ReportRendering.objects.filter(snapshot=snapshot, kind__startswith="figure:")
+        return {r.kind: bytes(r.content) for r in stored}
+
+    assert files(several) == files(one)
+    assert len(files(several)) == 4 * len(plots.FIGURE_FORMATS)

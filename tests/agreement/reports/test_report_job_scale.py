@@ -15,6 +15,7 @@ from unittest import mock
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from agreement.models import ReportJob
@@ -77,6 +78,8 @@ def run_job(study, actor, *, resamples: int, calls: bool = False) -> tuple[Repor
     # that depends on the machine's speed)
     with (
         mock.patch.object(jobs, "PROGRESS_EVERY_SECONDS", float("inf")),
+        # the calls are counted in this process: the rows and figure files computed here too
+        override_settings(AGREEMENT_REPORT_PROCESSES=1),
         counting_calls() if calls else nullcontext(Counter()) as counted,
         CaptureQueriesContext(connection) as queries,
     ):
