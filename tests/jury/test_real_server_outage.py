@@ -26,6 +26,7 @@ from tests.support.celery_worker import running_worker, wait_for
 from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 from tests.support.redis_db import flushes_redis
 from tests.support.services import require_service
+from tests.support.unavailable import unavailable
 
 # This module's own Redis database (broker, limits and breakers), flushed by the test.
 BROKER = "redis://127.0.0.1:6379/10"
@@ -43,7 +44,7 @@ pytestmark = [
 def worker_redis(settings, monkeypatch) -> str:
     require_service("Redis", "127.0.0.1", 6379)
     if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama_cpp is not installed")
+        unavailable("llama_cpp is not installed", in_ci_then=": make install builds it")
     import redis
 
     redis.Redis.from_url(BROKER).flushdb()
