@@ -43,7 +43,7 @@ from agreement.analysis.settings import (
 )
 from agreement.analysis.steps import run_cells
 from agreement.stats import MEDHELM_MIN_SHARED_ITEMS
-from agreement.stats.medhelm import BY_DESIGN, choose_clinician_form
+from agreement.stats.medhelm import BY_DESIGN
 
 _KIND_ORDER = {"jury": 0, "judge": 1, "metric": 2}
 _COUNT_COLUMNS = (
@@ -139,15 +139,12 @@ def _row(
     (agreement.analysis.steps). A difference is computed beside the cells and kept only
     where both its cells have an estimate: waiting for them would take a second pass."""
     where = {"section": section, "row_group": group, "row": row}
-    # the clinician cell's form (clinician_cell_steps decides it alike)
-    form = choose_clinician_form(
-        sub.loc[sub["rater_kind"] == "clinician"], asked=s.clinician_form
-    ).form
+    # each difference takes the clinician cell's form: both decide it from the same rows
     done = run_cells(
         [
             *(machine_cell_steps(sub, rater, s) for _, rater in machines),
             clinician_cell_steps(sub, s),
-            *(difference_steps(sub, rater, s, clinician_form=form) for _, rater in differences),
+            *(difference_steps(sub, rater, s) for _, rater in differences),
         ]
     )
     cells = [
@@ -262,7 +259,7 @@ def comparison_table(
     one each cell's design decides (agreement.stats.medhelm.form_choice), or one form in every
     cell (MedHELM's pair mean everywhere reproduces the published method as it is).
     ``workers``: rows computed at once, each in a process of its own
-    (:func:`agreement.analysis.row_workers.row_workers`: None or 0, one per core; the default,
+    (:func:`agreement.processes.process_count`: None or 0, one per core; the default,
     1, computes every row in the caller's process; the numbers do not depend on it)."""
     s = Settings(
         n_resamples=n_resamples,

@@ -15,15 +15,10 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TypeVar
 
-from agreement.processes import process_count, processes
+from agreement.processes import processes
 from agreement.stats.shared import shared_work
 
 T = TypeVar("T")
-
-
-def row_workers(asked: int | None = None) -> int:
-    """How many rows are computed at once: :func:`agreement.processes.process_count`."""
-    return process_count(asked)
 
 
 def _alone(task: Callable[[], T]) -> T:
@@ -34,7 +29,7 @@ def _alone(task: Callable[[], T]) -> T:
 @contextmanager
 def rows_side_by_side(workers: int | None = None) -> Iterator[Callable[[Callable[[], T]], Future]]:
     """Within the block, ``submit(task)`` runs ``task()`` in its own shared-work scope on one
-    of :func:`row_workers` ``(workers)`` processes and gives its future; with one worker the
+    of :func:`agreement.processes.process_count` ``(workers)`` processes and gives its future; with one worker the
     task runs at once, in the caller. A task and what it returns are pickled: a module-level
     function and its arguments (``functools.partial``), plain data back."""
     with processes(workers) as submit:

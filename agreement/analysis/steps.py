@@ -13,6 +13,7 @@ beside it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
+from functools import partial
 from typing import TypeVar
 
 from agreement.stats.batch import Bootstraps, bootstrap_together
@@ -45,8 +46,8 @@ def run_cells(cells: Sequence[CellSteps[T]]) -> list[T]:
             got = [next(answers) for _ in parts]
             error = next((a for a in got if isinstance(a, ValueError)), None)
             if error is not None:
-                advance(i, lambda steps=cells[i], error=error: steps.throw(error))
+                advance(i, partial(cells[i].throw, error))
             else:
                 results = {k: v for a in got for k, v in a.items()}  # type: ignore[union-attr]
-                advance(i, lambda steps=cells[i], results=results: steps.send(results))
+                advance(i, partial(cells[i].send, results))
     return [done[i] for i in range(len(cells))]

@@ -10,7 +10,6 @@ import pytest
 
 from agreement import analysis
 from agreement.analysis import row_workers
-from agreement.processes import MAX_PROCESSES
 from tests.support.report_cells import JUDGE_WEIGHTS, table_of
 
 
@@ -44,10 +43,3 @@ def test_a_rows_error_is_raised_in_the_caller() -> None:
         submit(broken).result()
     with row_workers.rows_side_by_side(1) as submit, pytest.raises(ValueError, match="bench-03"):
         submit(broken).result()
-
-
-def test_the_number_of_workers_is_the_asked_one_or_the_cores() -> None:
-    assert row_workers.row_workers(1) == 1
-    assert row_workers.row_workers(3) == 3
-    for unset in (None, 0):
-        assert 1 <= row_workers.row_workers(unset) <= MAX_PROCESSES

@@ -84,8 +84,10 @@ def clinician_pairwise(
         defined = spread > 1e-12 * float((m * m).sum())
         # ICC(C,k) = (MSR - MSE) / MSR, as agreement.stats.icc computes it, without the other
         # forms' F tests and intervals (a quantile per form and pair: 406 pairs at 29 clinicians)
-        ms = mean_squares(m) if defined else None
-        value = (ms.ms_rows - ms.ms_error) / ms.ms_rows if ms is not None else float("nan")
+        value = float("nan")
+        if defined:
+            ms = mean_squares(m)
+            value = (ms.ms_rows - ms.ms_error) / ms.ms_rows
         rows.append((study.clinicians[i], study.clinicians[j], int(both.sum()), value))
     pairs = pd.DataFrame(rows, columns=["rater_a", "rater_b", "n_shared", "icc"])
     defined = pairs["icc"].notna()
